@@ -1,0 +1,1 @@
+//! Viewstamped Replication replica core (sans-IO): client sessions table, prepare/commit pipeline.

@@ -1,0 +1,1 @@
+//! Domain engine: streams, topics, partitions, users, permissions, tokens, consumer groups, polling, retention.

@@ -1,0 +1,5 @@
+//! iggy-server entry point.
+
+fn main() {
+    println!("iggy-server");
+}

@@ -1,0 +1,1 @@
+//! Durable storage: partition logs (segments + sparse indexes), metadata journal, consumer offsets, the Storage seam.
