@@ -1,0 +1,106 @@
+//! The storage seam: the narrow set of file and directory operations the
+//! storage engine performs, so that crash tests can swap the real
+//! filesystem for a simulated one and stop durability after the N-th sync.
+//!
+//! Everything runs on one shard's single-threaded compio runtime, so the
+//! traits use `async fn` without `Send` bounds and every method takes
+//! `&self`: several tasks of the same thread may share one file handle.
+//! Buffers follow compio's owned-buffer style: a write takes ownership of
+//! the buffer and hands it back in a [`BufResult`].
+//!
+//! Durability contract (what [`sim::SimStorage`] models and the engine must
+//! respect): file contents are durable only up to the last `sync_data` of
+//! that file; a created, renamed or removed directory entry is durable only
+//! after `sync_dir` of its parent directory.
+
+pub mod real;
+pub mod sim;
+
+use std::io;
+use std::path::Path;
+
+use compio::BufResult;
+use compio::buf::{IoBuf, IoVectoredBuf};
+
+pub use real::RealStorage;
+pub use sim::{CrashMode, SimFaults, SimStorage};
+
+/// A filesystem as seen by the storage engine.
+// `async fn` in a public trait cannot promise `Send` futures; that is
+// intended: storage futures never leave their shard's thread.
+#[allow(async_fn_in_trait)]
+pub trait Storage: Clone + 'static {
+    type File: StorageFile;
+
+    /// Opens an existing file for reading and writing.
+    async fn open(&self, path: &Path) -> io::Result<Self::File>;
+    /// Creates a file (truncating an existing one) for reading and writing.
+    async fn create(&self, path: &Path) -> io::Result<Self::File>;
+    async fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Atomically replaces `to` with `from`.
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    async fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    async fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// The names of the entries directly inside `path`, sorted.
+    async fn read_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Makes the entries of directory `path` (creations, renames, removals)
+    /// durable.
+    async fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    async fn exists(&self, path: &Path) -> io::Result<bool>;
+}
+
+/// An open file with positional I/O.
+#[allow(async_fn_in_trait)]
+pub trait StorageFile: 'static {
+    /// Reads exactly `len` bytes at `pos`; fails with `UnexpectedEof` when
+    /// the file is shorter.
+    async fn read_exact_at(&self, len: usize, pos: u64) -> io::Result<Vec<u8>>;
+    /// Writes the whole buffer at `pos`.
+    async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> BufResult<(), B>;
+    /// Writes every buffer, in order, starting at `pos`. The caller keeps
+    /// the number of buffers at or below [`MAX_IOVECS`].
+    async fn write_vectored_all_at<B: IoVectoredBuf>(&self, bufs: B, pos: u64) -> BufResult<(), B>;
+    /// Makes the file's contents durable (fdatasync).
+    async fn sync_data(&self) -> io::Result<()>;
+    async fn set_len(&self, len: u64) -> io::Result<()>;
+    async fn size_bytes(&self) -> io::Result<u64>;
+}
+
+/// The most buffers one vectored write may carry (Linux `IOV_MAX`).
+pub const MAX_IOVECS: usize = 1024;
+
+/// Writes `bytes` to `path` atomically: a temporary sibling is written and
+/// synced, renamed over `path`, and the directory is synced. A crash leaves
+/// either the old or the new content, never a mix.
+pub async fn write_atomically<S: Storage>(
+    storage: &S,
+    path: &Path,
+    bytes: Vec<u8>,
+) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::other("atomic write target has no parent directory"))?;
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = Path::new(&tmp_name);
+    let file = storage.create(tmp).await?;
+    let BufResult(written, _) = file.write_all_at(bytes, 0).await;
+    written?;
+    file.sync_data().await?;
+    drop(file);
+    storage.rename(tmp, path).await?;
+    storage.sync_dir(dir).await
+}
+
+/// Reads a whole file, or `None` when it does not exist.
+pub async fn read_whole<S: Storage>(storage: &S, path: &Path) -> io::Result<Option<Vec<u8>>> {
+    if !storage.exists(path).await? {
+        return Ok(None);
+    }
+    let file = storage.open(path).await?;
+    let len = usize::try_from(file.size_bytes().await?).map_err(io::Error::other)?;
+    file.read_exact_at(len, 0).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests;
