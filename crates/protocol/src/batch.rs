@@ -115,7 +115,10 @@ impl BatchHeader {
         if bytes.len() < BATCH_HEADER_SIZE {
             return Err(BatchError::TooShort { len: bytes.len() });
         }
-        if bytes[BATCH_RESERVED..BATCH_HEADER_SIZE].iter().any(|&b| b != 0) {
+        if bytes[BATCH_RESERVED..BATCH_HEADER_SIZE]
+            .iter()
+            .any(|&b| b != 0)
+        {
             return Err(BatchError::HeaderReservedNotZero);
         }
         Ok(Self {
@@ -179,7 +182,11 @@ impl<'a> Frame<'a> {
         u64_at(self.bytes, MSG_CHECKSUM)
     }
     pub fn id(&self) -> u128 {
-        u128::from_le_bytes(self.bytes[MSG_ID..MSG_ID + 16].try_into().expect("16 bytes"))
+        u128::from_le_bytes(
+            self.bytes[MSG_ID..MSG_ID + 16]
+                .try_into()
+                .expect("16 bytes"),
+        )
     }
     pub fn offset_delta(&self) -> u32 {
         u32_at(self.bytes, MSG_OFFSET_DELTA)
@@ -217,7 +224,11 @@ pub struct Frames<'a> {
 
 impl<'a> Frames<'a> {
     pub fn new(body: &'a [u8]) -> Self {
-        Self { body, position: 0, index: 0 }
+        Self {
+            body,
+            position: 0,
+            index: 0,
+        }
     }
 }
 
@@ -243,14 +254,22 @@ impl<'a> Iterator for Frames<'a> {
             self.position = self.body.len();
             return Some(Err(BatchError::FrameOverrun { index }));
         };
-        if rest[MSG_RESERVED..MESSAGE_HEADER_SIZE].iter().any(|&b| b != 0) {
+        if rest[MSG_RESERVED..MESSAGE_HEADER_SIZE]
+            .iter()
+            .any(|&b| b != 0)
+        {
             self.position = self.body.len();
             return Some(Err(BatchError::FrameReservedNotZero { index }));
         }
         let at = self.position;
         self.position += size;
         self.index += 1;
-        Some(Ok((at, Frame { bytes: &rest[..size] })))
+        Some(Ok((
+            at,
+            Frame {
+                bytes: &rest[..size],
+            },
+        )))
     }
 }
 
@@ -268,7 +287,10 @@ pub enum Verify {
 pub fn validate_record(record: &[u8], verify: Verify) -> Result<BatchHeader, BatchError> {
     let header = BatchHeader::read(record)?;
     if header.batch_length != record.len() as u64 {
-        return Err(BatchError::LengthMismatch { declared: header.batch_length, actual: record.len() });
+        return Err(BatchError::LengthMismatch {
+            declared: header.batch_length,
+            actual: record.len(),
+        });
     }
     if header.message_count == 0 {
         return Err(BatchError::Empty);
@@ -279,7 +301,10 @@ pub fn validate_record(record: &[u8], verify: Verify) -> Result<BatchHeader, Bat
     for item in Frames::new(&record[BATCH_HEADER_SIZE..]) {
         let (_, frame) = item?;
         if frame.offset_delta() != count {
-            return Err(BatchError::OffsetDeltaMismatch { index: count, found: frame.offset_delta() });
+            return Err(BatchError::OffsetDeltaMismatch {
+                index: count,
+                found: frame.offset_delta(),
+            });
         }
         if frame.payload().is_empty() {
             return Err(BatchError::EmptyPayload { index: count });
@@ -293,7 +318,10 @@ pub fn validate_record(record: &[u8], verify: Verify) -> Result<BatchHeader, Bat
         count += 1;
     }
     if count != header.message_count {
-        return Err(BatchError::MessageCountMismatch { declared: header.message_count, actual: count });
+        return Err(BatchError::MessageCountMismatch {
+            declared: header.message_count,
+            actual: count,
+        });
     }
     if verify == Verify::Checksums && hash.finish() != header.batch_checksum {
         return Err(BatchError::BatchChecksum);
@@ -314,7 +342,12 @@ fn header_checksum_prefix(header: &BatchHeader) -> [u8; 44] {
 
 /// Stamps the server fields into a validated record in place and
 /// recomputes its batch checksum. Frames are left untouched.
-pub fn stamp_record(record: &mut [u8], partition_id: u64, base_offset: u64, base_timestamp: u64) -> BatchHeader {
+pub fn stamp_record(
+    record: &mut [u8],
+    partition_id: u64,
+    base_offset: u64,
+    base_timestamp: u64,
+) -> BatchHeader {
     let mut header = BatchHeader::read(record).expect("stamp_record needs a validated record");
     header.partition_id = partition_id;
     header.base_offset = base_offset;
@@ -377,14 +410,22 @@ pub fn slice_record(record: &[u8], from: u64, max: u32) -> Option<RecordSlice> {
         sliced.batch_checksum = sliced.checksum_over(checksums);
         sliced.write(&mut out);
     }
-    Some(RecordSlice { header: out, frames: start..end, count: take, first_offset: header.base_offset + u64::from(skip) })
+    Some(RecordSlice {
+        header: out,
+        frames: start..end,
+        count: take,
+        first_offset: header.base_offset + u64::from(skip),
+    })
 }
 
 /// Builds a record from `(id, payload, user_headers)` messages, as a
 /// producer would: server fields zero, checksums filled in. Used by tests
 /// and tools; the server never builds records itself.
 pub fn build_record(origin_timestamp: u64, messages: &[(u128, &[u8], &[u8])]) -> Vec<u8> {
-    let frames_len: usize = messages.iter().map(|(_, p, h)| MESSAGE_HEADER_SIZE + p.len() + h.len()).sum();
+    let frames_len: usize = messages
+        .iter()
+        .map(|(_, p, h)| MESSAGE_HEADER_SIZE + p.len() + h.len())
+        .sum();
     let mut record = vec![0u8; BATCH_HEADER_SIZE + frames_len];
     let mut at = BATCH_HEADER_SIZE;
     let mut checksums = Vec::with_capacity(messages.len());
@@ -417,7 +458,14 @@ mod tests {
     use super::*;
 
     fn sample() -> Vec<u8> {
-        build_record(1_000, &[(1, b"one", b""), (2, b"two!", b"\x02\x00\x00\x00\x01k\x02\x01\x00\x00\x00v"), (3, b"3", b"")])
+        build_record(
+            1_000,
+            &[
+                (1, b"one", b""),
+                (2, b"two!", b"\x02\x00\x00\x00\x01k\x02\x01\x00\x00\x00v"),
+                (3, b"3", b""),
+            ],
+        )
     }
 
     #[test]
@@ -440,7 +488,10 @@ mod tests {
     fn given_flipped_payload_bit_when_validating_should_report_message_checksum() {
         let mut record = sample();
         record[BATCH_HEADER_SIZE + MESSAGE_HEADER_SIZE] ^= 1;
-        assert_eq!(validate_record(&record, Verify::Checksums), Err(BatchError::MessageChecksum { index: 0 }));
+        assert_eq!(
+            validate_record(&record, Verify::Checksums),
+            Err(BatchError::MessageChecksum { index: 0 })
+        );
         assert!(validate_record(&record, Verify::Layout).is_ok());
     }
 
@@ -448,7 +499,10 @@ mod tests {
     fn given_changed_header_field_when_validating_should_report_batch_checksum() {
         let mut record = sample();
         record[ORIGIN_TIMESTAMP] ^= 1;
-        assert_eq!(validate_record(&record, Verify::Checksums), Err(BatchError::BatchChecksum));
+        assert_eq!(
+            validate_record(&record, Verify::Checksums),
+            Err(BatchError::BatchChecksum)
+        );
     }
 
     #[test]
@@ -470,7 +524,9 @@ mod tests {
         let header = BatchHeader::read(&rebuilt).unwrap();
         assert_eq!(header.batch_length as usize, rebuilt.len());
         assert_eq!(header.base_offset, 10);
-        let frames: Vec<_> = Frames::new(&rebuilt[BATCH_HEADER_SIZE..]).map(|f| f.unwrap().1.checksum()).collect();
+        let frames: Vec<_> = Frames::new(&rebuilt[BATCH_HEADER_SIZE..])
+            .map(|f| f.unwrap().1.checksum())
+            .collect();
         assert_eq!(header.checksum_over(frames), header.batch_checksum);
     }
 
