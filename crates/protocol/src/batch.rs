@@ -378,14 +378,19 @@ pub struct RecordSlice {
 /// `max` of them. Returns `None` when nothing qualifies.
 pub fn slice_record(record: &[u8], from: u64, max: u32) -> Option<RecordSlice> {
     let header = BatchHeader::read(record).ok()?;
-    if max == 0 || header.message_count == 0 || header.last_offset() < from {
+    // Checked: a corrupt header must not overflow the offset arithmetic.
+    let last = header
+        .base_offset
+        .checked_add(u64::from(header.message_count.checked_sub(1)?))?;
+    if max == 0 || last < from {
         return None;
     }
     let skip = from.saturating_sub(header.base_offset) as u32;
     let take = (header.message_count - skip).min(max);
     let mut start = None;
     let mut end = BATCH_HEADER_SIZE;
-    let mut checksums = Vec::with_capacity(take as usize);
+    // The count comes from the header: bound the allocation by what fits.
+    let mut checksums = Vec::with_capacity((take as usize).min(record.len() / MESSAGE_HEADER_SIZE));
     for (index, item) in Frames::new(&record[BATCH_HEADER_SIZE..]).enumerate() {
         let (at, frame) = item.ok()?;
         let index = index as u32;
