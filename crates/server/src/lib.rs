@@ -1,0 +1,3 @@
+//! Library half of the iggy-server crate; the binary in `main.rs` builds on it.
+
+pub mod config;
