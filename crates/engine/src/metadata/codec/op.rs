@@ -81,7 +81,7 @@ impl MetadataOp {
         out.put_u64(self.timestamp_us);
         out.put_u32(self.actor.0);
         assert_eq!(out.len() - start, OP_HEADER_BYTES);
-        if !encode_resource_body(&self.kind, out) {
+        if !encode_resource_body(&self.kind, out) && !encode_group_body(&self.kind, out) {
             encode_account_body(&self.kind, out);
         }
     }
@@ -101,7 +101,10 @@ impl MetadataOp {
         let actor = UserId(r.u32()?);
         let kind = match decode_resource_body(code, &mut r)? {
             Some(kind) => kind,
-            None => decode_account_body(code, &mut r)?,
+            None => match decode_group_body(code, &mut r)? {
+                Some(kind) => kind,
+                None => decode_account_body(code, &mut r)?,
+            },
         };
         r.finish()?;
         Ok(MetadataOp {
@@ -146,7 +149,7 @@ impl OpKind {
     }
 }
 
-/// Streams, topics, partitions, groups. Returns false for other kinds.
+/// Streams, topics, partitions. Returns false for other kinds.
 fn encode_resource_body(op: &OpKind, out: &mut Vec<u8>) -> bool {
     use OpKind as K;
     match op {
@@ -207,6 +210,15 @@ fn encode_resource_body(op: &OpKind, out: &mut Vec<u8>) -> bool {
             out.put_u32(partition.0);
             out.put_u32(*count);
         }
+        _ => return false,
+    }
+    true
+}
+
+/// Consumer groups. Returns false for other kinds.
+fn encode_group_body(op: &OpKind, out: &mut Vec<u8>) -> bool {
+    use OpKind as K;
+    match op {
         K::CreateConsumerGroup {
             stream,
             topic,
@@ -310,7 +322,7 @@ fn encode_account_body(op: &OpKind, out: &mut Vec<u8>) {
             out.put_str(address);
         }
         K::UnregisterClient { client } => out.put_u128(client.0),
-        _ => unreachable!("resource kinds are encoded by encode_resource_body"),
+        _ => unreachable!("resource and group kinds are encoded above"),
     }
 }
 
@@ -374,6 +386,13 @@ fn decode_resource_body(code: u8, r: &mut Reader<'_>) -> Result<Option<OpKind>, 
             partition: PartitionId(r.u32()?),
             count: r.u32()?,
         },
+        _ => return Ok(None),
+    }))
+}
+
+fn decode_group_body(code: u8, r: &mut Reader<'_>) -> Result<Option<OpKind>, CodecError> {
+    use OpKind as K;
+    Ok(Some(match code {
         kind::CREATE_GROUP => K::CreateConsumerGroup {
             stream: read_ident(r)?,
             topic: read_ident(r)?,

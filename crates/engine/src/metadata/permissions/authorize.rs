@@ -100,20 +100,8 @@ impl Action {
 
 /// Decides whether `subject` may perform `action`.
 pub fn authorize(subject: Subject<'_>, action: Action) -> bool {
-    if subject.user_id.is_root() {
+    if always_allowed(subject.user_id, action) {
         return true;
-    }
-    match action {
-        Action::ManageOwnTokens | Action::Authenticated => return true,
-        Action::ReadUsers {
-            target: Some(target),
-        }
-        | Action::ChangePassword { target }
-            if target == subject.user_id =>
-        {
-            return true;
-        }
-        _ => {}
     }
     let Some(permissions) = subject.permissions else {
         return false;
@@ -172,6 +160,19 @@ pub fn authorize(subject: Subject<'_>, action: Action) -> bool {
                 })
         }
         Action::ManageOwnTokens | Action::Authenticated => true,
+    }
+}
+
+/// Root, own tokens, plain authenticated reads, and acting on oneself.
+fn always_allowed(user: UserId, action: Action) -> bool {
+    match action {
+        _ if user.is_root() => true,
+        Action::ManageOwnTokens | Action::Authenticated => true,
+        Action::ReadUsers {
+            target: Some(target),
+        }
+        | Action::ChangePassword { target } => target == user,
+        _ => false,
     }
 }
 
