@@ -21,6 +21,8 @@ pub const CONFIG_PATH_VARIABLE: &str = "IGGY_CONFIG_PATH";
 pub const DEFAULT_CONFIG_FILE: &str = "config.toml";
 /// Shown for a key that deserialization wanted but no layer set.
 const NOT_SET: &str = "(not set)";
+/// What a required key that no layer set allows.
+const REQUIRED: &str = "a value; this key is required";
 
 /// Everything loading reads: the environment (after `.env` loading), the
 /// working directory and the `--replica-id` flag.
@@ -141,21 +143,26 @@ fn report_unknown_keys(
 pub(crate) fn deserialize(merged: toml::Table) -> Result<ServerConfig, ConfigError> {
     let root = Value::Table(merged);
     serde_path_to_error::deserialize(root.clone()).map_err(|error| {
-        let message = error.inner().to_string().trim_end().to_owned();
-        let mut key = error.path().to_string();
-        let value = match missing_field(&message) {
-            Some(field) => {
-                key = format!("{key}.{field}");
-                NOT_SET.to_owned()
-            }
+        // The first line is serde's message; toml appends the key after it.
+        let inner = error.inner().to_string();
+        let message = inner.lines().next().unwrap_or_default().to_owned();
+        let path = error.path().to_string();
+        let (key, value, allowed) = match missing_field(&message) {
+            Some(field) => (
+                format!("{path}.{field}"),
+                NOT_SET.to_owned(),
+                REQUIRED.to_owned(),
+            ),
             None => {
-                lookup(&root, error.path()).map_or_else(|| NOT_SET.to_owned(), Value::to_string)
+                let value = lookup(&root, error.path())
+                    .map_or_else(|| NOT_SET.to_owned(), Value::to_string);
+                (path, value, message)
             }
         };
         ConfigError::InvalidValue {
             key,
             value,
-            allowed: message,
+            allowed,
             origin: None,
         }
     })

@@ -31,5 +31,6 @@ pub use load::{CONFIG_PATH_VARIABLE, ConfigSources, DEFAULT_CONFIG_FILE, LoadedC
 pub use schema::*;
 pub use values::{
     ByteSize, Cidr, ConfigDuration, CpuAllocation, CpuAllocationError, NumaAllocation, NumaNode,
-    NumaTopology, ParseValueError, TokenExpiry, is_valid_host,
+    NumaTopology, ParseValueError, SYSFS_SYSTEM_ROOT, TokenExpiry, is_valid_host, parse_cpu_list,
+    socket_address,
 };

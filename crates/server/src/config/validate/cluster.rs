@@ -1,10 +1,10 @@
 //! Rules of `[cluster]` (VSR timing, replica auth and TLS), the choice of
 //! this node by `--replica-id`, and `[node]`. Roster rules are in
-//! `roster.rs`, consensus and bus limits in `limits.rs`.
+//! `roster.rs`.
 
 use std::time::Duration;
 
-use super::{in_range, limits, non_zero, quoted, require, roster, secret_shown};
+use super::{in_range, non_zero, quoted, require, roster, secret_shown};
 use crate::config::error::ConfigError;
 use crate::config::schema::{ClusterConfig, ServerConfig};
 use crate::config::values::{ConfigDuration, is_valid_host};
@@ -33,8 +33,7 @@ pub(super) fn validate(
         roster::validate(config)?;
     }
     validate_replica_selection(&config.cluster, replica_id)?;
-    validate_node_section(config, warnings)?;
-    limits::validate(config, warnings)
+    validate_node_section(config, warnings)
 }
 
 fn times(interval: ConfigDuration, ratio: u32) -> ConfigDuration {

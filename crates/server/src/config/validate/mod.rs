@@ -5,8 +5,8 @@
 //! their value is shown as a length.
 //!
 //! Rules live beside the section they check: `transport.rs`, `system.rs`,
-//! `cluster.rs` (cluster, node, metadata, partition, message bus) and the
-//! service sections below.
+//! `cluster.rs` (cluster and node), `roster.rs` (cluster nodes) and
+//! `limits.rs` (metadata, partition, message bus); service sections below.
 
 mod cluster;
 mod limits;
@@ -29,6 +29,8 @@ impl ServerConfig {
     pub fn validate(&self, replica_id: Option<u8>) -> Result<ValidationWarnings, ConfigError> {
         let mut warnings = Vec::new();
         validate_services(self)?;
+        // The bus frame cap bounds other sizes, so its own rules come first.
+        limits::validate(self, &mut warnings)?;
         transport::validate(self, &mut warnings)?;
         system::validate(&self.system)?;
         cluster::validate(self, replica_id, &mut warnings)?;

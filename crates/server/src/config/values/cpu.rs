@@ -4,14 +4,15 @@
 //! `"numa:nodes=0,1;cores=4;no_ht=true"`.
 //!
 //! Resolution into CPU ids is pure: the caller passes the process's allowed
-//! CPU set and, when it could read one, the NUMA topology. Without topology
-//! the NUMA forms fall back to every allowed CPU.
+//! CPU set and, when it could read one ([`NumaTopology::read`]), the NUMA
+//! topology. Without topology the NUMA forms fall back to every allowed CPU.
 
 use std::fmt;
 
 use serde::{Serialize, Serializer};
 use thiserror::Error;
 
+use super::numa::{NumaNode, NumaTopology};
 use super::{ConfigText, ParseValueError, TextVisitor};
 
 const EXPECTED: &str = "\"all\", a shard count N >= 1, a CPU range \"a..b\" with a < b, \"numa:auto\" \
@@ -50,19 +51,6 @@ impl NumaAllocation {
         cores_per_node: 0,
         avoid_hyperthreads: true,
     };
-}
-
-/// The machine's NUMA layout, as read by the caller (e.g. from sysfs).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NumaTopology {
-    pub nodes: Vec<NumaNode>,
-}
-
-/// One NUMA node: its physical cores, each listing its hardware threads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NumaNode {
-    pub id: usize,
-    pub cores: Vec<Vec<usize>>,
 }
 
 /// Why a CPU allocation cannot be satisfied on this machine.

@@ -11,6 +11,7 @@ mod cpu;
 mod duration;
 mod expiry;
 mod network;
+mod numa;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -19,10 +20,11 @@ use serde::de::{self, Visitor};
 use thiserror::Error;
 
 pub use byte_size::ByteSize;
-pub use cpu::{CpuAllocation, CpuAllocationError, NumaAllocation, NumaNode, NumaTopology};
+pub use cpu::{CpuAllocation, CpuAllocationError, NumaAllocation};
 pub use duration::ConfigDuration;
 pub use expiry::TokenExpiry;
 pub use network::{Cidr, is_valid_host, socket_address};
+pub use numa::{NumaNode, NumaTopology, SYSFS_SYSTEM_ROOT, parse_cpu_list};
 
 /// A string that does not parse as the value type it was given for.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -40,6 +42,11 @@ impl ParseValueError {
             reason: reason.into(),
             expected,
         }
+    }
+
+    /// A serde error without the value, which the key-level error shows.
+    pub(crate) fn into_serde<E: de::Error>(self) -> E {
+        E::custom(format_args!("{}; expected {}", self.reason, self.expected))
     }
 }
 
@@ -70,20 +77,16 @@ impl<T: ConfigText> Visitor<'_> for TextVisitor<T> {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<T, E> {
-        T::from_text(text).map_err(E::custom)
+        T::from_text(text).map_err(ParseValueError::into_serde)
     }
 
     fn visit_i64<E: de::Error>(self, value: i64) -> Result<T, E> {
-        T::from_integer(value).map_err(E::custom)
+        T::from_integer(value).map_err(ParseValueError::into_serde)
     }
 
     fn visit_u64<E: de::Error>(self, value: u64) -> Result<T, E> {
         let signed = i64::try_from(value).map_err(|_| {
-            E::custom(ParseValueError::new(
-                &value.to_string(),
-                "number too large",
-                T::EXPECTED,
-            ))
+            ParseValueError::new(&value.to_string(), "number too large", T::EXPECTED).into_serde()
         })?;
         self.visit_i64(signed)
     }

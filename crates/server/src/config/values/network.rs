@@ -19,7 +19,7 @@ const IPV6_PREFIX_MAX: u8 = 128;
 pub mod socket_address {
     use std::net::SocketAddr;
 
-    use serde::{Deserialize, Deserializer, Serializer, de};
+    use serde::{Deserialize, Deserializer, Serializer};
 
     use super::ParseValueError;
 
@@ -41,7 +41,7 @@ pub mod socket_address {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SocketAddr, D::Error> {
         let text = String::deserialize(deserializer)?;
-        parse(&text).map_err(de::Error::custom)
+        parse(&text).map_err(ParseValueError::into_serde)
     }
 }
 
