@@ -88,17 +88,28 @@ pub enum OpKind {
         topic: Ident,
         group: Ident,
     },
+    /// `in_flight`: partitions with polled-but-uncommitted group data, as
+    /// the primary saw them when admitting the join (cooperative rebalance).
     JoinConsumerGroup {
         stream: Ident,
         topic: Ident,
         group: Ident,
         client: ClientId,
+        in_flight: Vec<PartitionId>,
     },
     LeaveConsumerGroup {
         stream: Ident,
         topic: Ident,
         group: Ident,
         client: ClientId,
+    },
+    /// Hands a pending partition to its new owner (offset caught up, or the
+    /// rebalancing timeout forced it). Server-originated.
+    CompleteRevocation {
+        stream: Ident,
+        topic: Ident,
+        group: Ident,
+        partition: PartitionId,
     },
 
     CreateUser {
@@ -225,6 +236,14 @@ pub enum ApplyOutcome {
         stream: StreamId,
         topic: TopicId,
         group: ConsumerGroupId,
+    },
+    /// `changed` is false when nothing was pending for the partition.
+    RevocationCompleted {
+        stream: StreamId,
+        topic: TopicId,
+        group: ConsumerGroupId,
+        partition: PartitionId,
+        changed: bool,
     },
 
     UserCreated {

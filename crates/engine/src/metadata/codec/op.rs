@@ -16,7 +16,9 @@
 //! | 22   | DeleteSegments              | `ident` stream, `ident` topic, `u32` partition, `u32` count |
 //! | 30   | CreateConsumerGroup         | `ident` stream, `ident` topic, `str` name |
 //! | 31   | DeleteConsumerGroup         | `ident` stream, `ident` topic, `ident` group |
-//! | 32/33| Join/LeaveConsumerGroup     | `ident` stream, `ident` topic, `ident` group, `u128` client |
+//! | 32   | JoinConsumerGroup           | `ident` stream, `ident` topic, `ident` group, `u128` client, `vec<u32>` in-flight partitions |
+//! | 33   | LeaveConsumerGroup          | `ident` stream, `ident` topic, `ident` group, `u128` client |
+//! | 34   | CompleteRevocation          | `ident` stream, `ident` topic, `ident` group, `u32` partition |
 //! | 40   | CreateUser                  | `str` username, `str` password hash, `user_status`, `opt<permissions>` |
 //! | 41   | UpdateUser                  | `ident` user, `opt<str>` username, `opt<user_status>` |
 //! | 42   | DeleteUser                  | `ident` user |
@@ -36,7 +38,7 @@ use super::primitives::{
     read_option_entries, read_permissions, read_transport, read_user_status, transport_code,
     user_status_code,
 };
-use crate::metadata::ids::{ClientId, PartitionId, UserId};
+use crate::metadata::ids::{ClientId, Ident, PartitionId, UserId};
 use crate::metadata::ops::{MetadataOp, OpKind};
 
 /// Current journal encoding version.
@@ -60,6 +62,7 @@ mod kind {
     pub const DELETE_GROUP: u8 = 31;
     pub const JOIN_GROUP: u8 = 32;
     pub const LEAVE_GROUP: u8 = 33;
+    pub const COMPLETE_REVOCATION: u8 = 34;
     pub const CREATE_USER: u8 = 40;
     pub const UPDATE_USER: u8 = 41;
     pub const DELETE_USER: u8 = 42;
@@ -135,6 +138,7 @@ impl OpKind {
             K::DeleteConsumerGroup { .. } => kind::DELETE_GROUP,
             K::JoinConsumerGroup { .. } => kind::JOIN_GROUP,
             K::LeaveConsumerGroup { .. } => kind::LEAVE_GROUP,
+            K::CompleteRevocation { .. } => kind::COMPLETE_REVOCATION,
             K::CreateUser { .. } => kind::CREATE_USER,
             K::UpdateUser { .. } => kind::UPDATE_USER,
             K::DeleteUser { .. } => kind::DELETE_USER,
@@ -242,21 +246,42 @@ fn encode_group_body(op: &OpKind, out: &mut Vec<u8>) -> bool {
             topic,
             group,
             client,
+            in_flight,
+        } => {
+            put_group_target(out, (stream, topic, group));
+            out.put_u128(client.0);
+            out.put_len(in_flight.len());
+            for partition in in_flight {
+                out.put_u32(partition.0);
+            }
         }
-        | K::LeaveConsumerGroup {
+        K::LeaveConsumerGroup {
             stream,
             topic,
             group,
             client,
         } => {
-            put_ident(out, stream);
-            put_ident(out, topic);
-            put_ident(out, group);
+            put_group_target(out, (stream, topic, group));
             out.put_u128(client.0);
+        }
+        K::CompleteRevocation {
+            stream,
+            topic,
+            group,
+            partition,
+        } => {
+            put_group_target(out, (stream, topic, group));
+            out.put_u32(partition.0);
         }
         _ => return false,
     }
     true
+}
+
+fn put_group_target(out: &mut Vec<u8>, (stream, topic, group): (&Ident, &Ident, &Ident)) {
+    put_ident(out, stream);
+    put_ident(out, topic);
+    put_ident(out, group);
 }
 
 /// Users, tokens, client sessions.
@@ -403,25 +428,32 @@ fn decode_group_body(code: u8, r: &mut Reader<'_>) -> Result<Option<OpKind>, Cod
             topic: read_ident(r)?,
             group: read_ident(r)?,
         },
-        kind::JOIN_GROUP | kind::LEAVE_GROUP => {
+        kind::JOIN_GROUP => {
             let (stream, topic, group) = (read_ident(r)?, read_ident(r)?, read_ident(r)?);
             let client = ClientId(r.u128()?);
-            if code == kind::JOIN_GROUP {
-                K::JoinConsumerGroup {
-                    stream,
-                    topic,
-                    group,
-                    client,
-                }
-            } else {
-                K::LeaveConsumerGroup {
-                    stream,
-                    topic,
-                    group,
-                    client,
-                }
+            let in_flight = (0..r.len()?)
+                .map(|_| r.u32().map(PartitionId))
+                .collect::<Result<Vec<_>, _>>()?;
+            K::JoinConsumerGroup {
+                stream,
+                topic,
+                group,
+                client,
+                in_flight,
             }
         }
+        kind::LEAVE_GROUP => K::LeaveConsumerGroup {
+            stream: read_ident(r)?,
+            topic: read_ident(r)?,
+            group: read_ident(r)?,
+            client: ClientId(r.u128()?),
+        },
+        kind::COMPLETE_REVOCATION => K::CompleteRevocation {
+            stream: read_ident(r)?,
+            topic: read_ident(r)?,
+            group: read_ident(r)?,
+            partition: PartitionId(r.u32()?),
+        },
         _ => return Ok(None),
     }))
 }

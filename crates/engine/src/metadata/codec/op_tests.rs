@@ -119,6 +119,13 @@ fn every_kind() -> Vec<OpKind> {
             topic: t.clone(),
             group: g.clone(),
             client: ClientId(u128::MAX),
+            in_flight: vec![PartitionId(2), PartitionId(0)],
+        },
+        OpKind::CompleteRevocation {
+            stream: s.clone(),
+            topic: t.clone(),
+            group: g.clone(),
+            partition: PartitionId(2),
         },
         OpKind::LeaveConsumerGroup {
             stream: s,
@@ -204,6 +211,7 @@ fn given_join_group_when_encoding_should_match_golden_bytes() {
         topic: Ident::Name("t".into()),
         group: Ident::Id(0),
         client: ClientId(0x0102),
+        in_flight: vec![PartitionId(3)],
     };
     let bytes = encoded(&MetadataOp {
         timestamp_us: 1,
@@ -215,7 +223,8 @@ fn given_join_group_when_encoding_should_match_golden_bytes() {
         "01 05 00 00 00 ",
         "02 01 00 74 ",
         "01 00 00 00 00 ",
-        "02 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+        "02 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ",
+        "01 00 00 00 03 00 00 00"
     );
     assert_eq!(hex(&bytes), expected);
 }

@@ -9,8 +9,9 @@
 //! options   = u8 compression (1 none, 2 gzip) | u64 message_expiry_us (MAX = never)
 //!             | u64 max_topic_size (MAX = unlimited) | u64 segment_size | u8 durability (1 replicated, 2 persisted)
 //!             | u8 offset durability | u32 messages_required_to_save | u64 size_required_to_save | bool preallocate
-//! group     = u32 id | str name | u64 created_at_us | u64 generation | vec<member>
+//! group     = u32 id | str name | u64 created_at_us | u64 generation | vec<member> | vec<pending>
 //! member    = u128 client | u64 joined_at_us | vec<u32 partition>
+//! pending   = u32 partition | u128 from | u128 to | u64 since_us
 //! user      = u32 id | str username | str password_hash | user_status | opt<permissions> | u64 created_at_us | vec<token>
 //! token     = str name | str token_hash | u64 created_at_us | opt<u64> expires_at_us
 //! client    = u128 id | u32 user | transport | str address | u64 registered_at_us
@@ -25,7 +26,7 @@ use super::primitives::{
     CodecError, Put, Reader, put_option_entries, put_permissions, read_option_entries,
     read_permissions, read_transport, read_user_status, transport_code, user_status_code,
 };
-use crate::metadata::groups::{ConsumerGroup, GroupMember};
+use crate::metadata::groups::{ConsumerGroup, GroupMember, PendingRevocation};
 use crate::metadata::ids::{
     ClientId, ConsumerGroupId, PARTITION_ID_LIMIT, PartitionId, STREAM_ID_LIMIT, StreamId,
     TOPIC_ID_LIMIT, TopicId, UserId,
@@ -139,6 +140,13 @@ fn put_topic(out: &mut Vec<u8>, topic: &Topic) {
             for partition in &member.partitions {
                 out.put_u32(partition.0);
             }
+        }
+        out.put_len(group.pending_revocations().count());
+        for pending in group.pending_revocations() {
+            out.put_u32(pending.partition.0);
+            out.put_u128(pending.from.0);
+            out.put_u128(pending.to.0);
+            out.put_u64(pending.since_us);
         }
     }
 }
@@ -306,7 +314,23 @@ fn read_group(r: &mut Reader<'_>) -> Result<ConsumerGroup, CodecError> {
             partitions,
         });
     }
-    Ok(ConsumerGroup::restore(header, members))
+    let mut pending: Vec<PendingRevocation> = Vec::new();
+    for _ in 0..r.len()? {
+        let revocation = PendingRevocation {
+            partition: PartitionId(r.u32()?),
+            from: ClientId(r.u128()?),
+            to: ClientId(r.u128()?),
+            since_us: r.u64()?,
+        };
+        if pending
+            .last()
+            .is_some_and(|last| last.partition >= revocation.partition)
+        {
+            return Err(inconsistent("pending revocations out of order"));
+        }
+        pending.push(revocation);
+    }
+    Ok(ConsumerGroup::restore(header, members, pending))
 }
 
 fn read_user(r: &mut Reader<'_>) -> Result<User, CodecError> {

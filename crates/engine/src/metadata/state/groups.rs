@@ -5,9 +5,9 @@
 use super::{Ctx, MetadataState};
 use crate::metadata::errors::MetadataError;
 use crate::metadata::groups::ConsumerGroup;
-use crate::metadata::ids::{ClientId, ConsumerGroupId, Ident};
+use crate::metadata::ids::{ClientId, ConsumerGroupId, Ident, PartitionId};
 use crate::metadata::names::validate_group_name;
-use crate::metadata::ops::ApplyOutcome;
+use crate::metadata::ops::{ApplyOutcome, OpKind};
 use crate::metadata::permissions::Action;
 
 type TopicRef<'a> = (&'a Ident, &'a Ident);
@@ -79,9 +79,51 @@ impl MetadataState {
     pub(super) fn join_group(
         &mut self,
         ctx: Ctx,
+        op: &OpKind,
+    ) -> Result<ApplyOutcome, MetadataError> {
+        let OpKind::JoinConsumerGroup {
+            stream,
+            topic,
+            group,
+            client,
+            in_flight,
+        } = op
+        else {
+            unreachable!("dispatched by kind");
+        };
+        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
+        let group_id = self.resolve_group((stream_id, topic_id), group)?;
+        self.check(
+            ctx,
+            Action::ReadTopic {
+                stream: stream_id,
+                topic: topic_id,
+            },
+        )?;
+        if !self.clients.contains_key(client) {
+            return Err(MetadataError::ClientNotFound { client: *client });
+        }
+        let record = self.topic_mut(stream_id, topic_id);
+        let partitions_count = record.partitions_count();
+        let group_record = record
+            .groups
+            .get_mut(&group_id)
+            .expect("resolved group exists");
+        let changed = group_record.join(*client, ctx.now_us, partitions_count, in_flight);
+        Ok(ApplyOutcome::GroupJoined {
+            stream: stream_id,
+            topic: topic_id,
+            group: group_id,
+            changed,
+        })
+    }
+
+    pub(super) fn complete_revocation(
+        &mut self,
+        ctx: Ctx,
         (stream, topic): TopicRef<'_>,
         group: &Ident,
-        client: ClientId,
+        partition: PartitionId,
     ) -> Result<ApplyOutcome, MetadataError> {
         let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
         let group_id = self.resolve_group((stream_id, topic_id), group)?;
@@ -92,20 +134,18 @@ impl MetadataState {
                 topic: topic_id,
             },
         )?;
-        if !self.clients.contains_key(&client) {
-            return Err(MetadataError::ClientNotFound { client });
-        }
         let record = self.topic_mut(stream_id, topic_id);
         let partitions_count = record.partitions_count();
         let group_record = record
             .groups
             .get_mut(&group_id)
             .expect("resolved group exists");
-        let changed = group_record.join(client, ctx.now_us, partitions_count);
-        Ok(ApplyOutcome::GroupJoined {
+        let changed = group_record.complete_revocation(partition, partitions_count);
+        Ok(ApplyOutcome::RevocationCompleted {
             stream: stream_id,
             topic: topic_id,
             group: group_id,
+            partition,
             changed,
         })
     }

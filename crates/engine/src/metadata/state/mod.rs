@@ -106,18 +106,19 @@ impl MetadataState {
                 topic,
                 group,
             } => self.delete_group(ctx, (stream, topic), group),
-            K::JoinConsumerGroup {
-                stream,
-                topic,
-                group,
-                client,
-            } => self.join_group(ctx, (stream, topic), group, *client),
+            K::JoinConsumerGroup { .. } => self.join_group(ctx, kind),
             K::LeaveConsumerGroup {
                 stream,
                 topic,
                 group,
                 client,
             } => self.leave_group(ctx, (stream, topic), group, *client),
+            K::CompleteRevocation {
+                stream,
+                topic,
+                group,
+                partition,
+            } => self.complete_revocation(ctx, (stream, topic), group, *partition),
             K::CreateUser { .. } => self.create_user(ctx, kind),
             K::UpdateUser {
                 user,

@@ -108,7 +108,7 @@ fn random_resource_op(rng: &mut StdRng) -> OpKind {
 
 fn random_account_op(rng: &mut StdRng) -> OpKind {
     let client = ClientId(rng.random_range(0..4));
-    match rng.random_range(0..11) {
+    match rng.random_range(0..13) {
         0 => OpKind::CreateUser {
             username: format!("user-{}", pick_name(rng)),
             password_hash: "h".into(),
@@ -136,13 +136,23 @@ fn random_account_op(rng: &mut StdRng) -> OpKind {
             address: "a".into(),
         },
         7 => OpKind::UnregisterClient { client },
+        11 | 12 => OpKind::CompleteRevocation {
+            stream: pick_ident(rng),
+            topic: pick_ident(rng),
+            group: pick_ident(rng),
+            partition: PartitionId(rng.random_range(0..4)),
+        },
         8 | 9 => {
             let (stream, topic, group) = (pick_ident(rng), pick_ident(rng), pick_ident(rng));
+            let in_flight = (0..rng.random_range(0..3))
+                .map(|_| PartitionId(rng.random_range(0..4)))
+                .collect();
             OpKind::JoinConsumerGroup {
                 stream,
                 topic,
                 group,
                 client,
+                in_flight,
             }
         }
         _ => {
@@ -264,7 +274,18 @@ fn given_rich_state_when_round_tripping_snapshot_should_rebuild_equal_state() {
         topic: id(0),
         group: id(0),
         client: ClientId(5),
+        in_flight: vec![],
     });
+    h.register(6, UserId(1));
+    h.ok(OpKind::JoinConsumerGroup {
+        stream: id(0),
+        topic: id(0),
+        group: id(0),
+        client: ClientId(6),
+        in_flight: vec![PartitionId(2)],
+    });
+    let group = h.state.find_group(&id(0), &id(0), &id(0)).expect("group");
+    assert_eq!(group.pending_revocations().count(), 1);
     h.ok(OpKind::PurgeTopic {
         stream: id(0),
         topic: id(0),

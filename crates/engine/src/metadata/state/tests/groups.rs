@@ -25,6 +25,7 @@ fn join(group: Ident, client: u128) -> OpKind {
         topic: id(0),
         group,
         client: ClientId(client),
+        in_flight: Vec::new(),
     }
 }
 
@@ -102,7 +103,7 @@ fn given_group_names_and_ids_when_applying_should_return_5004_5005_5000() {
 }
 
 #[test]
-fn given_joins_and_leaves_when_rebalancing_should_assign_round_robin_and_bump_generation() {
+fn given_joins_and_leaves_when_rebalancing_should_share_fairly_and_bump_generation() {
     let mut h = with_topic(3);
     h.ok(create_group("g"));
     for client in [1, 2] {
@@ -110,9 +111,11 @@ fn given_joins_and_leaves_when_rebalancing_should_assign_round_robin_and_bump_ge
     }
     h.ok(join(id(0), 2));
     assert_eq!(assigned(&h, 2), Some(vec![0, 1, 2]));
+    // Cooperative join: the first member in ClientId order (1) may hold one
+    // extra; member 2 gives up its excess from the end of its list.
     h.ok(join(id(0), 1));
-    assert_eq!(assigned(&h, 1), Some(vec![0, 2]));
-    assert_eq!(assigned(&h, 2), Some(vec![1]));
+    assert_eq!(assigned(&h, 1), Some(vec![1, 2]));
+    assert_eq!(assigned(&h, 2), Some(vec![0]));
     assert_eq!(generation(&h), 2);
     let again = h.ok(join(id(0), 1));
     assert!(matches!(
@@ -194,9 +197,23 @@ fn given_random_membership_changes_when_rebalancing_should_keep_invariants() {
     let mut last_generation = 0;
     for _ in 0..300 {
         let client = rng.random_range(0..6);
-        let kind = match rng.random_range(0..4) {
-            0 | 1 => join(id(0), client),
+        let partition = PartitionId(rng.random_range(0..8));
+        let kind = match rng.random_range(0..5) {
+            0 => join(id(0), client),
+            1 => OpKind::JoinConsumerGroup {
+                stream: id(0),
+                topic: id(0),
+                group: id(0),
+                client: ClientId(client),
+                in_flight: vec![partition, PartitionId(partition.0 / 2)],
+            },
             2 => leave(id(0), client),
+            3 => OpKind::CompleteRevocation {
+                stream: id(0),
+                topic: id(0),
+                group: id(0),
+                partition,
+            },
             _ => OpKind::CreatePartitions {
                 stream: id(0),
                 topic: id(0),
@@ -205,13 +222,17 @@ fn given_random_membership_changes_when_rebalancing_should_keep_invariants() {
         };
         let changed = !matches!(
             h.apply(kind),
-            Ok(ApplyOutcome::GroupJoined { changed: false, .. }) | Err(_)
+            Ok(ApplyOutcome::GroupJoined { changed: false, .. })
+                | Ok(ApplyOutcome::RevocationCompleted { changed: false, .. })
+                | Err(_)
         );
         let topic = h.state.find_topic(&id(0), &id(0)).expect("topic");
         let group = topic.group(ConsumerGroupId(0)).expect("group");
         assert!(group.assignment_is_valid(topic.partitions_count()));
-        let owners =
-            (0..topic.partitions_count()).filter(|p| group.owner_of(PartitionId(*p)).is_some());
+        let owners = (0..topic.partitions_count()).filter(|p| {
+            let partition = PartitionId(*p);
+            group.owner_of(partition).is_some() || group.pending_revocation(partition).is_some()
+        });
         let expected_owned = if group.members_count() > 0 {
             topic.partitions_count()
         } else {
@@ -221,4 +242,42 @@ fn given_random_membership_changes_when_rebalancing_should_keep_invariants() {
         assert_eq!(group.generation > last_generation, changed);
         last_generation = group.generation;
     }
+}
+
+#[test]
+fn given_in_flight_partition_when_joining_should_hand_over_after_completion() {
+    let mut h = with_topic(2);
+    h.ok(create_group("g"));
+    h.register(1, UserId::ROOT);
+    h.register(2, UserId::ROOT);
+    h.ok(join(id(0), 1));
+    h.ok(OpKind::JoinConsumerGroup {
+        stream: id(0),
+        topic: id(0),
+        group: name("g"),
+        client: ClientId(2),
+        in_flight: vec![PartitionId(1)],
+    });
+    assert_eq!(assigned(&h, 1), Some(vec![0]));
+    assert_eq!(assigned(&h, 2), Some(vec![]));
+    let group = h.state.find_group(&id(0), &id(0), &id(0)).expect("group");
+    assert!(group.may_commit(ClientId(1), PartitionId(1)));
+    let complete = OpKind::CompleteRevocation {
+        stream: id(0),
+        topic: id(0),
+        group: id(0),
+        partition: PartitionId(1),
+    };
+    let outcome = h.ok(complete.clone());
+    assert!(matches!(
+        outcome,
+        ApplyOutcome::RevocationCompleted { changed: true, .. }
+    ));
+    assert_eq!(assigned(&h, 2), Some(vec![1]));
+    assert_eq!(generation(&h), 3);
+    let again = h.ok(complete);
+    assert!(matches!(
+        again,
+        ApplyOutcome::RevocationCompleted { changed: false, .. }
+    ));
 }
