@@ -3,6 +3,7 @@
 //! layer is merged; unknown file keys become warnings (errors inside the
 //! tables that deny unknown keys).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_path_to_error::Segment;
@@ -181,23 +182,33 @@ fn lookup<'a>(root: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a V
         })
 }
 
-fn attach_origin(
-    error: ConfigError,
-    origins: &std::collections::BTreeMap<String, String>,
-) -> ConfigError {
-    match error {
-        ConfigError::InvalidValue {
-            key,
-            value,
-            allowed,
-            origin: None,
-        } => ConfigError::InvalidValue {
-            origin: origins.get(&key).cloned(),
-            key,
-            value,
-            allowed,
-        },
-        other => other,
+/// Names the variable behind a refused value and, when the environment
+/// built an array, explains that it replaced the file's array (spec §3.3).
+fn attach_origin(error: ConfigError, origins: &BTreeMap<String, String>) -> ConfigError {
+    let ConfigError::InvalidValue {
+        key,
+        value,
+        mut allowed,
+        origin: None,
+    } = error
+    else {
+        return error;
+    };
+    if let Some(array) = key.split_once('[').map(|(array, _)| array) {
+        let element_prefix = format!("{array}[");
+        let from_env = origins.keys().any(|set| set.starts_with(&element_prefix));
+        if from_env && !origins.contains_key(&key) {
+            allowed.push_str(&format!(
+                "; environment variables set `{array}` entries, so the environment's `{array}` replaces \
+                 the file's and every required field of every entry must come from the environment"
+            ));
+        }
+    }
+    ConfigError::InvalidValue {
+        origin: origins.get(&key).cloned(),
+        key,
+        value,
+        allowed,
     }
 }
 

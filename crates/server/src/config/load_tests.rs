@@ -166,9 +166,10 @@ fn given_single_indexed_node_env_when_loading_should_fail_naming_missing_field()
     let error = fixture
         .load(&[("IGGY_CLUSTER_NODES_1_PORTS_TCP_REPLICA", "9999")])
         .expect_err("incomplete roster");
-    let (key, value, _, _) = invalid_parts(error);
+    let (key, value, allowed, _) = invalid_parts(error);
     assert_eq!(key, "cluster.nodes[0].name");
     assert_eq!(value, "(not set)");
+    assert!(allowed.contains("replaces the file's"), "{allowed}");
 }
 
 #[test]
