@@ -1,7 +1,7 @@
 //! The loading pipeline: defaults, file, environment, one typed
-//! deserialization, one validation. Removed keys refuse boot before their
-//! layer is merged; unknown file keys become warnings (errors inside the
-//! tables that deny unknown keys).
+//! deserialization; validation follows with the `--replica-id` flag.
+//! Removed keys refuse boot before their layer is merged; unknown file keys
+//! become warnings (errors inside the tables that deny unknown keys).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,28 +25,42 @@ const NOT_SET: &str = "(not set)";
 /// What a required key that no layer set allows.
 const REQUIRED: &str = "a value; this key is required";
 
-/// Everything loading reads: the environment (after `.env` loading), the
-/// working directory and the `--replica-id` flag.
+/// Everything loading reads: the environment (after `.env` loading) and
+/// the working directory.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigSources {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
-    pub replica_id: Option<u8>,
 }
 
-/// A loaded, validated configuration and what loading has to report.
+/// A loaded configuration and what loading has to report. Not yet
+/// validated: call [`LoadedConfig::validate`] once with `--replica-id`.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
     pub config: ServerConfig,
     /// The configuration file merged, if one was found.
     pub file: Option<PathBuf>,
-    /// Unknown keys and variables, ignored settings and soft limits.
+    /// Unknown keys and variables, and a missing default file.
     pub warnings: Vec<String>,
     /// "`NAME` value changed to: X from environment variable", secrets masked.
     pub applied_env: Vec<String>,
+    /// Dotted key path to the environment variable that set it.
+    env_origins: BTreeMap<String, String>,
 }
 
-/// Loads and validates the configuration (spec §1).
+impl LoadedConfig {
+    /// [`ServerConfig::validate`], with refusals also naming the
+    /// environment variable that set the value.
+    pub fn validate(&self, replica_id: Option<u8>) -> Result<Vec<String>, ConfigError> {
+        self.config
+            .validate(replica_id)
+            .map_err(|error| attach_origin(error, &self.env_origins))
+    }
+}
+
+/// Loads the configuration (spec §1): embedded defaults, then the file,
+/// then the environment, deserialized once. Validation is separate because
+/// it needs the `--replica-id` flag.
 pub fn load(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
     let schema = SchemaNode::server();
     let mut merged = ServerConfig::embedded_default_table();
@@ -67,14 +81,13 @@ pub fn load(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
     let overlay = env::build_overlay(&schema, &sources.env)?;
     warnings.extend(overlay.warnings);
     tree::merge(&mut merged, overlay.table);
-    let with_origin = |error| attach_origin(error, &overlay.origins);
-    let config = deserialize(merged).map_err(with_origin)?;
-    warnings.extend(config.validate(sources.replica_id).map_err(with_origin)?);
+    let config = deserialize(merged).map_err(|error| attach_origin(error, &overlay.origins))?;
     Ok(LoadedConfig {
         config,
         file,
         warnings,
         applied_env: overlay.applied,
+        env_origins: overlay.origins,
     })
 }
 

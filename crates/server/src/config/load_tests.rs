@@ -33,12 +33,15 @@ impl Fixture {
                 .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
                 .collect(),
             cwd: self.directory.path().to_owned(),
-            replica_id: None,
         }
     }
 
+    /// Loads and validates as boot does, with clustering off.
     fn load(&self, env: &[(&str, &str)]) -> Result<LoadedConfig, ConfigError> {
-        load(&self.sources(env))
+        let mut loaded = load(&self.sources(env))?;
+        let warnings = loaded.validate(None)?;
+        loaded.warnings.extend(warnings);
+        Ok(loaded)
     }
 
     fn path(&self) -> &Path {
@@ -151,9 +154,9 @@ fn given_indexed_env_for_every_node_field_when_loading_should_replace_roster() {
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str())),
     );
-    let mut sources = fixture.sources(&env);
-    sources.replica_id = Some(1);
-    let config = load(&sources).expect("env roster loads").config;
+    let loaded = load(&fixture.sources(&env)).expect("env roster loads");
+    assert!(loaded.validate(Some(1)).is_ok());
+    let config = loaded.config;
     assert_eq!(config.cluster.nodes.len(), 2);
     assert_eq!(config.cluster.nodes[1].ports.tcp_replica, Some(7014));
     assert_eq!(config.cluster.nodes[1].ip, "10.0.0.2");

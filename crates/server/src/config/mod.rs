@@ -4,10 +4,11 @@
 //! embedded `default_config.toml` is the base layer, the configuration file
 //! is merged over it, then the `IGGY_*` environment variables; tables merge
 //! key by key while scalars and arrays replace. The merged TOML is
-//! deserialized once into [`ServerConfig`] and validated once
-//! ([`ServerConfig::validate`]); every refusal is a [`ConfigError`] naming
-//! the key, the value and what is allowed. [`load_dotenv`] runs before, on
-//! the caller's copy of the process environment.
+//! deserialized once into [`ServerConfig`]. Boot then validates once with
+//! the `--replica-id` flag ([`LoadedConfig::validate`], which also names the
+//! environment variable behind a refused value). Every refusal is a
+//! [`ConfigError`] naming the key, the value and what is allowed.
+//! [`load_dotenv`] runs first, on the caller's copy of the environment.
 //!
 //! The runtime dump ([`ServerConfig::to_runtime_toml`]) writes the
 //! effective configuration without its five secrets.

@@ -99,8 +99,8 @@ fn validate_partition(
     let bus_frame = config.message_bus.max_message_size;
     let artifact_min = ByteSize::new(
         TRANSFER_ARTIFACT_BASE
-            .bytes()
-            .saturating_add(bus_frame.bytes()),
+            .as_bytes()
+            .saturating_add(bus_frame.as_bytes()),
     );
     let allowed = format!(
         "at least {TRANSFER_ARTIFACT_BASE} + message_bus.max_message_size ({bus_frame}) = {artifact_min}, \
@@ -112,7 +112,7 @@ fn validate_partition(
         quoted(artifact),
         &allowed,
     )?;
-    if served.bytes() < artifact.bytes().saturating_mul(CONCURRENT_TRANSFERS_MIN) {
+    if served.as_bytes() < artifact.as_bytes().saturating_mul(CONCURRENT_TRANSFERS_MIN) {
         warnings.push(format!(
             "partition.transfer_served_cache_bytes_max ({served}) allows fewer than {CONCURRENT_TRANSFERS_MIN} \
              concurrent served transfers of partition.transfer_artifact_bytes_max ({artifact})"

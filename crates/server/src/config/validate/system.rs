@@ -93,7 +93,7 @@ fn validate_memory_pool(pool: &MemoryPoolConfig) -> Result<(), ConfigError> {
         );
         require(
             size >= MEMORY_POOL_SIZE_MIN
-                && size.bytes().is_multiple_of(MEMORY_POOL_ALIGNMENT_BYTES),
+                && size.as_bytes().is_multiple_of(MEMORY_POOL_ALIGNMENT_BYTES),
             "system.memory_pool.size",
             quoted(size),
             &allowed,

@@ -56,7 +56,7 @@ impl ByteSize {
         Self(count * KIB * KIB * KIB)
     }
 
-    pub const fn bytes(self) -> u64 {
+    pub const fn as_bytes(self) -> u64 {
         self.0
     }
 
@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<u64, ParseValueError> {
-        text.parse::<ByteSize>().map(ByteSize::bytes)
+        text.parse::<ByteSize>().map(ByteSize::as_bytes)
     }
 
     #[test]

@@ -92,6 +92,12 @@ impl From<Duration> for ConfigDuration {
     }
 }
 
+impl From<ConfigDuration> for Duration {
+    fn from(duration: ConfigDuration) -> Self {
+        duration.0
+    }
+}
+
 impl ConfigText for ConfigDuration {
     const EXPECTED: &'static str = EXPECTED;
 
