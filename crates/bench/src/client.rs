@@ -3,6 +3,10 @@
 //! Every actor gets its own client (its own connection), and setup uses one
 //! more. TCP sockets set `TCP_NODELAY` so small batches are not held back by
 //! Nagle's algorithm and latency figures measure the server, not the kernel.
+//! The SDK retries connecting forever by default; a benchmark should rather
+//! fail, so retries are capped and the whole handshake has a deadline.
+
+use std::time::Duration;
 
 use anyhow::Context;
 use iggy::prelude::{Client, IggyClient, UserClient};
@@ -10,21 +14,45 @@ use iggy::prelude::{Client, IggyClient, UserClient};
 use crate::args::Transport;
 use crate::plan::ConnectionPlan;
 
+/// Connection attempts the SDK makes before giving up.
+const CONNECT_RETRIES: u32 = 3;
+/// Deadline for connecting and logging in, retries included.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Builds, connects and logs in a client.
 pub async fn connect(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> {
+    tokio::time::timeout(CONNECT_TIMEOUT, connect_and_login(plan))
+        .await
+        .with_context(|| {
+            format!(
+                "no answer from {} within {}s",
+                plan.address,
+                CONNECT_TIMEOUT.as_secs()
+            )
+        })?
+}
+
+async fn connect_and_login(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> {
     let address = plan.address.clone();
+    let retries = Some(CONNECT_RETRIES);
     let builder = IggyClient::builder();
     let client = match plan.transport {
         Transport::Tcp => builder
             .with_tcp()
             .with_server_address(address)
             .with_no_delay()
+            .with_reconnection_max_retries(retries)
             .build(),
         Transport::Http => builder.with_http().with_api_url(address).build(),
-        Transport::Quic => builder.with_quic().with_server_address(address).build(),
+        Transport::Quic => builder
+            .with_quic()
+            .with_server_address(address)
+            .with_reconnection_max_retries(retries)
+            .build(),
         Transport::WebSocket => builder
             .with_websocket()
             .with_server_address(address)
+            .with_reconnection_max_retries(retries)
             .build(),
     }
     .with_context(|| format!("cannot configure a {:?} client", plan.transport))?;

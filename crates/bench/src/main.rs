@@ -76,8 +76,9 @@ async fn run(plan: &Plan) -> anyhow::Result<ExitCode> {
     let cleaned = setup::cleanup(&admin, &topology, plan.reuse_streams).await;
     match ending {
         Ending::Finished(report) => {
-            cleaned?;
+            // The results stand even if cleanup fails, so publish them first.
             publish(plan, &report)?;
+            cleaned?;
             Ok(ExitCode::SUCCESS)
         }
         Ending::Failed(error) => {

@@ -17,6 +17,7 @@ use crate::args::Transport;
 use crate::plan::{Placement, Plan, Role};
 use crate::run::PhaseOutcome;
 use crate::stats::{LatencySummary, SecondBucket, Throughput, per_second_series};
+use crate::units::MessageSize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -241,6 +242,9 @@ const TABLE_HEADER: [&str; 13] = [
     "p999 ms", "p9999 ms", "max ms",
 ];
 
+const TABLE_FOOTNOTE: &str = "\nMB/s counts payload bytes (10^6 B). Latency: producers per send, \
+consumers per non-empty poll, end-to-end from send start to the batch's last message polled.\n";
+
 /// The human summary: a header line, one row per actor, one per role total.
 pub fn render_table(report: &BenchReport) -> String {
     let params = &report.params;
@@ -264,8 +268,13 @@ pub fn render_table(report: &BenchReport) -> String {
         ];
         rows.push(row(head, &total.figures));
     }
+    let size = MessageSize {
+        min_bytes: params.message_size_min_bytes,
+        max_bytes: params.message_size_max_bytes,
+    };
     let mut out = format!(
-        "{} over {} {}: {} actors, {} streams x {} partitions, {} batches x {} messages of {}..{} B per actor\n\n",
+        "{} over {} {}: {} actors, {} streams x {} partitions, \
+         {} batches x {} messages of {size} per actor\n\n",
         report.benchmark,
         params.transport,
         params.server_address,
@@ -274,10 +283,9 @@ pub fn render_table(report: &BenchReport) -> String {
         params.partitions_per_stream,
         params.batches_per_actor,
         params.messages_per_batch,
-        params.message_size_min_bytes,
-        params.message_size_max_bytes,
     );
     out.push_str(&align(&rows));
+    out.push_str(TABLE_FOOTNOTE);
     out
 }
 

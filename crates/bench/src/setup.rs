@@ -102,6 +102,13 @@ async fn ensure_topic(
                 stream.partitions
             );
         }
+        if plan.persisted {
+            eprintln!(
+                "iggy-bench: note: reused topic `{}/{TOPIC_NAME}` keeps the durability it was \
+                 created with; --fsync applies to new topics only",
+                stream.name
+            );
+        }
         return Ok(Identifier::numeric(topic.id)?);
     }
     let options = TopicCreateOptions {

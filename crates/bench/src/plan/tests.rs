@@ -1,3 +1,5 @@
+//! Plan tests: defaults, placement of actors, batch arithmetic and every rejected combination.
+
 use super::*;
 use crate::args::parse_for_test;
 
