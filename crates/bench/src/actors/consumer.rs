@@ -43,20 +43,24 @@ impl ConsumerActor {
         let workload = &self.context.workload;
         let mut limiter = RateLimiter::new(workload.rate_limit_bytes_per_sec);
         let mut recorder = Recorder::new(self.context.clone(), workload.batches_per_actor);
-        let mut idle = IdleWatch::new(workload.idle_timeout);
-        let mut backoff = Backoff::default();
         let mut consumed = 0u64;
+        let mut idle = IdleWatch::new(workload.idle_timeout, 0, Instant::now());
+        let mut backoff = Backoff::default();
         while !self.stop.is_done(consumed) {
             let count = self.stop.poll_count(consumed, workload.messages_per_batch);
-            let Some(op) = self.poll(&mut cursor, count).await? else {
-                idle.check(self.actor.id, "polling")?;
+            let polled = self.poll(&mut cursor, count).await?;
+            if let Some(op) = &polled {
+                consumed += u64::from(op.messages);
+                self.stop.on_consumed(u64::from(op.messages));
+            }
+            let now = Instant::now();
+            idle.observe(self.stop.progress(consumed), now);
+            let Some(op) = polled else {
+                idle.check(self.actor.id, "polling", now)?;
                 backoff.wait().await;
                 continue;
             };
-            idle.on_data();
             backoff.reset();
-            consumed += u64::from(op.messages);
-            self.stop.on_consumed(u64::from(op.messages));
             recorder.record(op);
             limiter.throttle(op.payload_bytes).await;
         }

@@ -106,7 +106,7 @@ impl EndToEnd {
 
     /// Polls until `expected` messages from `next_offset` on have arrived.
     async fn receive(&self, state: &mut Loop, expected: u32) -> anyhow::Result<()> {
-        let mut idle = IdleWatch::new(self.context.workload.idle_timeout);
+        let mut idle = IdleWatch::new(self.context.workload.idle_timeout, 0, Instant::now());
         let mut backoff = Backoff::default();
         let mut received = 0u32;
         while received < expected {
@@ -123,14 +123,14 @@ impl EndToEnd {
                 )
                 .await?;
             let Some(last) = polled.messages.last() else {
-                idle.check(self.actor.id, "waiting for its own batch")?;
+                idle.check(self.actor.id, "waiting for its own batch", Instant::now())?;
                 backoff.wait().await;
                 continue;
             };
-            idle.on_data();
             backoff.reset();
             state.next_offset = last.header.offset + 1;
             received += polled.messages.len() as u32;
+            idle.observe(u64::from(received), Instant::now());
         }
         Ok(())
     }

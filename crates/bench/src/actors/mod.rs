@@ -169,6 +169,15 @@ impl StopRule {
         }
     }
 
+    /// The counter that shows this consumer is not stuck: the group's total
+    /// for group members, the consumer's own count otherwise.
+    pub fn progress(&self, own_consumed: u64) -> u64 {
+        match self {
+            Self::Group { consumed, .. } => consumed.load(Ordering::Acquire),
+            _ => own_consumed,
+        }
+    }
+
     /// How many messages are worth asking for: never past a fixed target.
     pub fn poll_count(&self, own_consumed: u64, messages_per_batch: u32) -> u32 {
         match self {
@@ -181,30 +190,46 @@ impl StopRule {
     }
 }
 
-/// Fails a consumer that has received nothing for too long.
+/// Fails an actor whose progress has stalled for longer than the limit.
+///
+/// Progress is whatever counter the caller passes: its own message count,
+/// or for a consumer-group member the whole group's, since a member whose
+/// partitions are drained must keep waiting while its peers still read.
+/// Sans-IO: the caller supplies `now`.
 #[derive(Debug)]
 pub struct IdleWatch {
-    last_data: Instant,
+    last_progress: u64,
+    since: Instant,
     limit: Duration,
 }
 
 impl IdleWatch {
-    pub fn new(limit: Duration) -> Self {
+    pub fn new(limit: Duration, progress: u64, now: Instant) -> Self {
         Self {
-            last_data: Instant::now(),
+            last_progress: progress,
+            since: now,
             limit,
         }
     }
 
-    pub fn on_data(&mut self) {
-        self.last_data = Instant::now();
+    /// Notes the current progress; any change restarts the idle clock.
+    pub fn observe(&mut self, progress: u64, now: Instant) {
+        if progress != self.last_progress {
+            self.last_progress = progress;
+            self.since = now;
+        }
     }
 
-    pub fn check(&self, actor: ActorId, what: &str) -> anyhow::Result<()> {
-        let idle = self.last_data.elapsed();
-        if idle > self.limit {
+    /// How long progress has stalled, if that exceeds the limit.
+    pub fn stalled_for(&self, now: Instant) -> Option<Duration> {
+        let idle = now.saturating_duration_since(self.since);
+        (idle > self.limit).then_some(idle)
+    }
+
+    pub fn check(&self, actor: ActorId, what: &str, now: Instant) -> anyhow::Result<()> {
+        if let Some(idle) = self.stalled_for(now) {
             bail!(
-                "actor {} received no messages for {:.1}s while {what} (see --idle-timeout)",
+                "actor {} saw no new messages for {:.1}s while {what} (see --idle-timeout)",
                 actor.0,
                 idle.as_secs_f64()
             );
@@ -244,6 +269,32 @@ pub fn payload_bytes(messages: &[IggyMessage]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_progress_when_watching_idleness_should_restart_the_clock() {
+        let start = Instant::now();
+        let limit = Duration::from_secs(10);
+        let mut watch = IdleWatch::new(limit, 0, start);
+        assert_eq!(watch.stalled_for(start + limit), None);
+        watch.observe(0, start + Duration::from_secs(8));
+        let late = start + Duration::from_secs(11);
+        assert_eq!(watch.stalled_for(late), Some(Duration::from_secs(11)));
+        watch.observe(5, start + Duration::from_secs(9));
+        assert_eq!(watch.stalled_for(late), None);
+        assert!(watch.check(ActorId(1), "polling", late).is_ok());
+        assert!(watch.check(ActorId(1), "polling", late + limit).is_err());
+    }
+
+    #[test]
+    fn given_group_member_when_reading_progress_should_see_the_group_total() {
+        let consumed = Arc::new(AtomicU64::new(7));
+        let member = StopRule::Group {
+            consumed,
+            target: 10,
+        };
+        assert_eq!(member.progress(0), 7);
+        assert_eq!(StopRule::Messages(10).progress(3), 3);
+    }
 
     #[test]
     fn given_fixed_target_when_checking_stop_should_stop_at_the_count() {
