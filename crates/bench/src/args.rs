@@ -123,6 +123,9 @@ pub struct BenchOptions {
     /// No live progress line on stderr.
     #[arg(long, global = true)]
     pub quiet: bool,
+    /// Print the validated plan (streams, actors, volume) and exit without connecting.
+    #[arg(long, global = true)]
+    pub dry_run: bool,
 }
 
 #[cfg(test)]

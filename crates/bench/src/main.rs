@@ -51,6 +51,10 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if plan.output.dry_run {
+        print!("{plan}");
+        return ExitCode::SUCCESS;
+    }
     match run(&plan).await {
         Ok(code) => code,
         Err(error) => {

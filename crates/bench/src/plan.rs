@@ -130,6 +130,7 @@ pub struct ConnectionPlan {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputPlan {
+    pub dry_run: bool,
     pub json: bool,
     pub csv: Option<PathBuf>,
     pub progress: bool,
@@ -199,6 +200,7 @@ impl Plan {
             reuse_streams: options.reuse_streams,
             connection: connection_for(options),
             output: OutputPlan {
+                dry_run: options.dry_run,
                 json: options.json,
                 csv: options.csv.clone(),
                 progress: !options.quiet,
@@ -213,6 +215,70 @@ impl Plan {
             * f64::from(self.workload.messages_per_batch)
             * self.workload.message_size.average_bytes();
         per_actor * actor_count as f64
+    }
+}
+
+impl std::fmt::Display for Plan {
+    /// The `--dry-run` description: layout, volume, and every actor's seat.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let workload = &self.workload;
+        let partitions = self.streams.first().map_or(0, |stream| stream.partitions);
+        writeln!(
+            f,
+            "{}: {} actors on {} streams x {partitions} partitions (topic `{TOPIC_NAME}`{})",
+            self.kind.name(),
+            self.actors.len(),
+            self.streams.len(),
+            if self.persisted { ", persisted" } else { "" },
+        )?;
+        writeln!(
+            f,
+            "  {} batches x {} messages of {} per actor, ~{} measured",
+            workload.batches_per_actor,
+            workload.messages_per_batch,
+            workload.message_size,
+            crate::units::format_bytes(self.expected_bytes(self.actors.len())),
+        )?;
+        if !self.seeders.is_empty() {
+            writeln!(
+                f,
+                "  seeding first: {} unmeasured producers",
+                self.seeders.len()
+            )?;
+        }
+        for actor in &self.actors {
+            let stream = &self.streams[actor.stream_index].name;
+            writeln!(
+                f,
+                "  actor {:<3} {stream:<12} {}",
+                actor.id.0,
+                describe_role(&actor.role)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn describe_role(role: &Role) -> String {
+    let place = |placement: &Placement| match placement {
+        Placement::Partition(partition) => format!("partition {partition}"),
+        Placement::Balanced => "balanced".to_string(),
+    };
+    match role {
+        Role::Producer(placement) => format!("producer  {}", place(placement)),
+        Role::EndToEnd(partition) => format!("end-to-end  partition {partition}"),
+        Role::Consumer(placement, until) => {
+            let until = match until {
+                ConsumeUntil::Messages(count) => format!("{count} messages"),
+                ConsumeUntil::ProducerDone(producer) => format!("all of actor {}", producer.0),
+                ConsumeUntil::GroupDone(count) => format!("group reads {count}"),
+            };
+            let place = match placement {
+                Placement::Balanced => format!("group `{CONSUMER_GROUP_NAME}`"),
+                other => place(other),
+            };
+            format!("consumer  {place}, until {until}")
+        }
     }
 }
 

@@ -317,3 +317,28 @@ fn given_producer_and_consumer_when_computing_expected_bytes_should_count_both_s
     // 4 actors x 3 batches x 10 messages x 100 B.
     assert_eq!(plan.expected_bytes(plan.actors.len()), 12_000.0);
 }
+
+#[test]
+fn given_plan_when_describing_for_dry_run_should_list_layout_and_every_actor() {
+    let plan = plan_of(
+        "pinned-producer-and-consumer --producers 2 --consumers 1 --message-batches 10 \
+         --messages-per-batch 100 --message-size 1000",
+    )
+    .expect("valid");
+    let text = plan.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "pinned-producer-and-consumer: 3 actors on 2 streams x 1 partitions (topic `bench-topic`)"
+    );
+    assert_eq!(
+        lines[1],
+        "  10 batches x 100 messages of 1000 B per actor, ~3.00 MB measured"
+    );
+    assert_eq!(lines[2], "  actor 1   bench-1      producer  partition 0");
+    assert_eq!(
+        lines[4],
+        "  actor 3   bench-1      consumer  partition 0, until all of actor 1"
+    );
+    assert_eq!(lines.len(), 5);
+}
