@@ -9,7 +9,7 @@
 
 use anyhow::{Context, bail};
 use iggy::prelude::{
-    ConsumerGroupClient, Durability, Identifier, IggyClient, StreamClient, TopicClient,
+    ConsumerGroupClient, Durability, Identifier, IggyClient, IggyError, StreamClient, TopicClient,
     TopicCreateOptions,
 };
 
@@ -55,9 +55,7 @@ async fn claim_stream(
     topology: &mut Topology,
 ) -> anyhow::Result<usize> {
     let by_name = Identifier::named(&stream.name)?;
-    let existing = client
-        .get_stream(&by_name)
-        .await
+    let existing = absent_as_none(client.get_stream(&by_name).await)
         .with_context(|| format!("cannot look up stream `{}`", stream.name))?;
     let (id, created_by_us) = match existing {
         Some(_) if !plan.reuse_streams => bail!(
@@ -92,7 +90,7 @@ async fn ensure_topic(
 ) -> anyhow::Result<Identifier> {
     let by_name = Identifier::named(TOPIC_NAME)?;
     if !handle.created_by_us
-        && let Some(topic) = client.get_topic(&handle.stream_id, &by_name).await?
+        && let Some(topic) = absent_as_none(client.get_topic(&handle.stream_id, &by_name).await)?
     {
         if topic.partitions_count < stream.partitions {
             bail!(
@@ -129,9 +127,11 @@ async fn ensure_topic(
 
 async fn ensure_group(client: &IggyClient, handle: &StreamHandle) -> anyhow::Result<Identifier> {
     let by_name = Identifier::named(CONSUMER_GROUP_NAME)?;
-    let existing = client
-        .get_consumer_group(&handle.stream_id, &handle.topic_id, &by_name)
-        .await?;
+    let existing = absent_as_none(
+        client
+            .get_consumer_group(&handle.stream_id, &handle.topic_id, &by_name)
+            .await,
+    )?;
     let id = match existing {
         Some(group) => group.id,
         None => {
@@ -143,6 +143,23 @@ async fn ensure_group(client: &IggyClient, handle: &StreamHandle) -> anyhow::Res
         }
     };
     Ok(Identifier::numeric(id)?)
+}
+
+/// A lookup answers "absent" either with `Ok(None)` or with a not-found
+/// error, depending on the server and transport; both mean the same here.
+fn absent_as_none<T>(lookup: Result<Option<T>, IggyError>) -> Result<Option<T>, IggyError> {
+    match lookup {
+        Err(
+            IggyError::ResourceNotFound(_)
+            | IggyError::StreamIdNotFound(_)
+            | IggyError::StreamNameNotFound(_)
+            | IggyError::TopicIdNotFound(..)
+            | IggyError::TopicNameNotFound(..)
+            | IggyError::ConsumerGroupIdNotFound(..)
+            | IggyError::ConsumerGroupNameNotFound(..),
+        ) => Ok(None),
+        other => other,
+    }
 }
 
 /// The streams cleanup must delete: the ones this run created, unless the
@@ -193,6 +210,17 @@ mod tests {
 
     fn names(streams: Vec<&StreamHandle>) -> Vec<&str> {
         streams.into_iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn given_not_found_error_when_looking_up_should_read_as_absent() {
+        let missing = IggyError::StreamNameNotFound("bench-1".to_string());
+        assert_eq!(absent_as_none::<u32>(Err(missing)), Ok(None));
+        assert_eq!(absent_as_none(Ok(Some(7))), Ok(Some(7)));
+        assert_eq!(
+            absent_as_none::<u32>(Err(IggyError::Unauthenticated)),
+            Err(IggyError::Unauthenticated)
+        );
     }
 
     #[test]
