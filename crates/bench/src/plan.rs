@@ -18,6 +18,8 @@ use crate::units::MessageSize;
 
 pub const DEFAULT_ACTORS: u32 = 4;
 pub const DEFAULT_MESSAGE_BATCHES: u64 = 1000;
+/// Each actor holds its own connection; beyond this a run measures the client.
+pub const MAX_ACTORS: u32 = 1024;
 pub const TOPIC_NAME: &str = "bench-topic";
 pub const CONSUMER_GROUP_NAME: &str = "bench-group";
 
@@ -30,6 +32,8 @@ pub enum PlanError {
         benchmark: &'static str,
         flag: &'static str,
     },
+    #[error("{actors} actors exceed the limit of {limit}")]
+    TooManyActors { actors: u32, limit: u32 },
     #[error("give either --message-batches or --total-data, not both")]
     BatchesAndTotalData,
     #[error("message size range {min_bytes}..{max_bytes} is empty or starts at 0")]
@@ -175,7 +179,7 @@ impl Plan {
         let actors = place_actors(
             kind,
             &shape,
-            batches_per_actor * u64::from(options.messages_per_batch),
+            batches_per_actor.saturating_mul(u64::from(options.messages_per_batch)),
         );
         let seeders = if options.reuse_streams {
             Vec::new()
@@ -379,6 +383,13 @@ fn is_pinned(kind: BenchmarkKind) -> bool {
 
 fn shape_for(kind: BenchmarkKind, options: &BenchOptions) -> Result<Shape, PlanError> {
     let (producers, consumers) = actor_counts(kind, options)?;
+    let total = producers.saturating_add(consumers);
+    if total > MAX_ACTORS {
+        return Err(PlanError::TooManyActors {
+            actors: total,
+            limit: MAX_ACTORS,
+        });
+    }
     // The actors that own slots: producers whenever there are any.
     let actors = producers.max(consumers);
     let pinned = is_pinned(kind);
@@ -388,12 +399,14 @@ fn shape_for(kind: BenchmarkKind, options: &BenchOptions) -> Result<Shape, PlanE
     }
     let actors_per_stream = actors.div_ceil(streams);
     let partitions = nonzero(options.partitions, "partitions")?.unwrap_or(actors_per_stream);
-    if pinned && streams * partitions < actors {
+    // Both factors may be large; saturating keeps the comparison meaningful.
+    let slots = streams.saturating_mul(partitions);
+    if pinned && slots < actors {
         return Err(PlanError::TooFewSlots {
             actors,
             streams,
             partitions,
-            slots: streams * partitions,
+            slots,
         });
     }
     if kind == BenchmarkKind::BalancedConsumerGroup && partitions < actors_per_stream {
@@ -449,7 +462,8 @@ fn place_actors(kind: BenchmarkKind, shape: &Shape, messages_per_actor: u64) -> 
             }
             BenchmarkKind::BalancedConsumerGroup => {
                 let members = group_members(shape.consumers, streams, stream);
-                let until = ConsumeUntil::GroupDone(messages_per_actor * u64::from(members));
+                let until =
+                    ConsumeUntil::GroupDone(messages_per_actor.saturating_mul(u64::from(members)));
                 (Role::Consumer(Placement::Balanced, until), stream)
             }
             _ => {

@@ -342,3 +342,14 @@ fn given_plan_when_describing_for_dry_run_should_list_layout_and_every_actor() {
     );
     assert_eq!(lines.len(), 5);
 }
+
+#[test]
+fn given_too_many_actors_when_planning_should_fail() {
+    assert_eq!(
+        plan_of("pinned-producer-and-consumer --producers 1000 --consumers 1000").unwrap_err(),
+        PlanError::TooManyActors {
+            actors: 2000,
+            limit: MAX_ACTORS
+        }
+    );
+}
