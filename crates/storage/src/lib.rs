@@ -5,4 +5,13 @@
 //! types are `!Send`, shared state lives in `Rc<RefCell<..>>` and no
 //! `RefCell` borrow is ever held across an `.await`.
 
+pub mod error;
+mod lock;
+pub mod partition;
 pub mod seam;
+
+pub use error::{Result, StorageError};
+pub use partition::{
+    AppendReceipt, LogOptions, PartitionLog, PolledRecord, RecoveryReport, SegmentInfo,
+};
+pub use seam::{RealStorage, SimStorage, Storage, StorageFile};

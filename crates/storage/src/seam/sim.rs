@@ -92,6 +92,21 @@ fn not_found(path: &Path) -> io::Error {
     )
 }
 
+/// Gives other tasks a turn, as a real I/O completion would: without it
+/// every simulated operation completes inline and tasks never interleave.
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
+}
+
 /// splitmix64: a tiny deterministic generator so the library needs no rand.
 fn next_random(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -387,6 +402,7 @@ impl Storage for SimStorage {
     }
 
     async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        yield_now().await;
         let mut fs = self.fs.borrow_mut();
         fs.before_sync()?;
         if !fs.dirs.contains(path) {
@@ -437,17 +453,20 @@ impl StorageFile for SimFile {
     }
 
     async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> BufResult<(), B> {
+        yield_now().await;
         let result = self.fs.borrow_mut().write(self.inode, buf.as_init(), pos);
         BufResult(result, buf)
     }
 
     async fn write_vectored_all_at<B: IoVectoredBuf>(&self, bufs: B, pos: u64) -> BufResult<(), B> {
+        yield_now().await;
         let joined: Vec<u8> = bufs.iter_slice().flatten().copied().collect();
         let result = self.fs.borrow_mut().write(self.inode, &joined, pos);
         BufResult(result, bufs)
     }
 
     async fn sync_data(&self) -> io::Result<()> {
+        yield_now().await;
         let mut fs = self.fs.borrow_mut();
         fs.before_sync()?;
         let inode = fs.inodes.get_mut(&self.inode).ok_or_else(crashed_error)?;

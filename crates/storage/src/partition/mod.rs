@@ -1,0 +1,336 @@
+//! The partition log: segments of batch records on disk, a cache of recent
+//! batches in memory, group-committed durability and recovery.
+//!
+//! Order of events for a batch: `append` validates it, stamps partition id,
+//! base offset and base timestamp into the caller's buffer (no copy) and
+//! caches it; once the flush thresholds are reached a background task writes
+//! the pending batches to the active segment with vectored writes (`write`);
+//! `sync`/`wait_durable` flush and fdatasync with group commit. Polls read
+//! from the cache when resident, otherwise from segment files (`read`).
+//! Recovery (`recovery`) verifies every record at open.
+//!
+//! Invariants: offsets strictly increase and are never reused (see
+//! `frontier`); a failed write or fsync poisons the log for good; no
+//! `RefCell` borrow is held across an `.await`. The log is a cheap `Rc`
+//! handle: clones share one log on one thread.
+
+mod frontier;
+mod index;
+mod read;
+mod recovery;
+mod retention;
+mod state;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Ref, RefCell, RefMut};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use protocol::batch::{BATCH_HEADER_SIZE, Verify, stamp_record, validate_record};
+
+pub use frontier::{DEFAULT_OFFSET_RESERVATION, FRONTIER_FILE_NAME};
+pub use index::{INDEX_ENTRY_SIZE, IndexEntry, segment_file_name};
+pub use recovery::{RecoveryReport, TruncatedTail};
+
+use crate::error::{Result, StorageError};
+use crate::lock::AsyncLock;
+use crate::seam::Storage;
+use state::{CachedBatch, LogState};
+
+/// Defaults from the topic options of the spec (§5).
+pub const DEFAULT_SEGMENT_SIZE_BYTES: u64 = 1 << 30;
+pub const DEFAULT_MESSAGES_REQUIRED_TO_SAVE: u64 = 1024;
+pub const DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE: u64 = 1 << 20;
+/// Written batches kept in memory for polls of fresh data.
+pub const DEFAULT_CACHE_SIZE_BYTES: u64 = 8 << 20;
+
+/// How one partition log behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogOptions {
+    pub partition_id: u64,
+    /// Soft limit: the batch that crosses it is written whole.
+    pub segment_size_bytes: u64,
+    /// Flush once this many messages are pending...
+    pub messages_required_to_save: u64,
+    /// ...or this many bytes, whichever comes first.
+    pub size_of_messages_required_to_save: u64,
+    /// Re-verify checksums of records read from disk.
+    pub validate_checksum_on_read: bool,
+    pub cache_size_bytes: u64,
+    /// Offsets reserved durably ahead of use (see `frontier`).
+    pub offset_reservation: u64,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        Self {
+            partition_id: 0,
+            segment_size_bytes: DEFAULT_SEGMENT_SIZE_BYTES,
+            messages_required_to_save: DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
+            size_of_messages_required_to_save: DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
+            validate_checksum_on_read: false,
+            cache_size_bytes: DEFAULT_CACHE_SIZE_BYTES,
+            offset_reservation: DEFAULT_OFFSET_RESERVATION,
+        }
+    }
+}
+
+impl LogOptions {
+    fn validate(&self) -> Result<()> {
+        let fail = |reason: &str| {
+            Err(StorageError::InvalidOptions {
+                reason: reason.to_owned(),
+            })
+        };
+        if self.segment_size_bytes == 0 {
+            return fail("segment_size_bytes must be positive");
+        }
+        if self.messages_required_to_save == 0 || self.size_of_messages_required_to_save == 0 {
+            return fail("flush thresholds must be positive");
+        }
+        if self.offset_reservation == 0 {
+            return fail("offset_reservation must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// What `append` assigned to a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendReceipt {
+    pub base_offset: u64,
+    pub last_offset: u64,
+    pub base_timestamp: u64,
+    pub size_bytes: u64,
+    pub message_count: u32,
+}
+
+/// A record (or a run of its messages) selected by a read, ready to be
+/// written into a poll reply as `header` followed by `bytes[frames]`.
+#[derive(Debug, Clone)]
+pub struct PolledRecord {
+    /// The stored batch header, or one rewritten for a partial selection.
+    pub header: [u8; BATCH_HEADER_SIZE],
+    /// Shared bytes holding the frames (a cached record or a disk read).
+    pub bytes: Rc<Vec<u8>>,
+    pub frames: Range<usize>,
+    pub first_offset: u64,
+    pub count: u32,
+}
+
+impl PolledRecord {
+    pub fn frame_bytes(&self) -> &[u8] {
+        &self.bytes[self.frames.clone()]
+    }
+
+    /// Header and frames as one contiguous record (copies; for tests/tools).
+    pub fn to_record(&self) -> Vec<u8> {
+        let mut record = self.header.to_vec();
+        record.extend_from_slice(self.frame_bytes());
+        record
+    }
+}
+
+/// A sealed or active segment as seen by retention and stats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub start_offset: u64,
+    pub last_offset: Option<u64>,
+    pub size_bytes: u64,
+    pub messages: u64,
+    pub max_timestamp: u64,
+    pub sealed: bool,
+}
+
+struct Inner<S: Storage> {
+    storage: S,
+    dir: PathBuf,
+    options: LogOptions,
+    state: RefCell<LogState<S::File>>,
+    /// Serialises file mutations: flush, fsync, rollover, retention.
+    io: AsyncLock,
+}
+
+/// One partition's log; clones are handles to the same log.
+pub struct PartitionLog<S: Storage> {
+    inner: Rc<Inner<S>>,
+}
+
+impl<S: Storage> Clone for PartitionLog<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Rc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S: Storage> PartitionLog<S> {
+    /// Opens (creating if needed) the log in `dir`, verifying every record
+    /// and truncating a torn tail. See `recovery`.
+    pub async fn open(
+        storage: S,
+        dir: &Path,
+        options: LogOptions,
+    ) -> Result<(Self, RecoveryReport)> {
+        options.validate()?;
+        recovery::open(storage, dir, options).await
+    }
+
+    fn from_state(storage: S, dir: PathBuf, options: LogOptions, state: LogState<S::File>) -> Self {
+        let inner = Inner {
+            storage,
+            dir,
+            options,
+            state: RefCell::new(state),
+            io: AsyncLock::default(),
+        };
+        Self {
+            inner: Rc::new(inner),
+        }
+    }
+
+    fn state(&self) -> Ref<'_, LogState<S::File>> {
+        self.inner.state.borrow()
+    }
+
+    fn state_mut(&self) -> RefMut<'_, LogState<S::File>> {
+        self.inner.state.borrow_mut()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn options(&self) -> &LogOptions {
+        &self.inner.options
+    }
+
+    /// Appends one batch record: validates its layout (checksums are the
+    /// caller's job), stamps the server fields in place and caches it.
+    /// Synchronous, so offsets follow arrival order. A timestamp earlier
+    /// than the previous batch's is raised to it, keeping timestamps
+    /// monotonic for timestamp lookups.
+    pub fn append(&self, mut record: Vec<u8>, now_us: u64) -> Result<AppendReceipt> {
+        self.check_writable()?;
+        let header = validate_record(&record, Verify::Layout)
+            .map_err(|source| StorageError::InvalidRecord { source })?;
+        let receipt = {
+            let mut state = self.state_mut();
+            let base_offset = state.next_offset;
+            let messages = u64::from(header.message_count);
+            if base_offset + messages > state.frontier {
+                let error = StorageError::OffsetsNotReserved {
+                    next_offset: base_offset,
+                    frontier: state.frontier,
+                };
+                drop(state);
+                self.schedule_frontier_renewal(messages);
+                return Err(error);
+            }
+            let base_timestamp = now_us.max(state.last_timestamp);
+            let stamped = stamp_record(
+                &mut record,
+                self.inner.options.partition_id,
+                base_offset,
+                base_timestamp,
+            );
+            let receipt = AppendReceipt {
+                base_offset,
+                last_offset: stamped.last_offset(),
+                base_timestamp,
+                size_bytes: record.len() as u64,
+                message_count: stamped.message_count,
+            };
+            let batch = CachedBatch {
+                base_offset,
+                last_offset: receipt.last_offset,
+                base_timestamp,
+                bytes: Rc::new(record),
+                written: false,
+            };
+            state.push_batch(batch, messages);
+            receipt
+        };
+        self.after_append();
+        Ok(receipt)
+    }
+
+    /// The offset the next appended message will get.
+    pub fn next_offset(&self) -> u64 {
+        self.state().next_offset
+    }
+
+    /// The highest offset known durable (written and fsynced), if any.
+    pub fn durable_offset(&self) -> Option<u64> {
+        self.state().durable_end.checked_sub(1)
+    }
+
+    pub fn first_offset(&self) -> Option<u64> {
+        self.state().first_offset()
+    }
+
+    /// The offset of the newest message, `None` when the log is empty.
+    pub fn last_offset(&self) -> Option<u64> {
+        self.state().last_offset
+    }
+
+    pub fn segments_count(&self) -> usize {
+        self.state().segments.len()
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.state().size_bytes()
+    }
+
+    pub fn messages_count(&self) -> u64 {
+        self.state().messages_count()
+    }
+
+    /// Bytes appended but not yet written to a segment file.
+    pub fn unflushed_bytes(&self) -> u64 {
+        self.state().unwritten_bytes
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.state().poison.is_some()
+    }
+
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let state = self.state();
+        let info = |s: &state::Segment<S::File>| SegmentInfo {
+            start_offset: s.start_offset,
+            last_offset: s.last_offset,
+            size_bytes: s.size_bytes,
+            messages: s.messages,
+            max_timestamp: s.max_timestamp,
+            sealed: s.sealed,
+        };
+        state.segments.iter().map(info).collect()
+    }
+
+    /// Fails when the log must refuse writes (poisoned or deleted).
+    fn check_writable(&self) -> Result<()> {
+        let state = self.state();
+        if state.deleted {
+            return Err(StorageError::Deleted {
+                dir: self.inner.dir.clone(),
+            });
+        }
+        if state.closed {
+            return Err(StorageError::Closed {
+                dir: self.inner.dir.clone(),
+            });
+        }
+        match &state.poison {
+            Some(cause) => Err(StorageError::Poisoned {
+                dir: self.inner.dir.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}

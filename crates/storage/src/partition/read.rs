@@ -1,0 +1,313 @@
+//! The read path: polls by offset (from the cache when resident, otherwise
+//! from segment files through the sparse index and a forward scan) and
+//! lookups by timestamp.
+//!
+//! Reads never take the `io` lock: bytes below a segment's recorded size are
+//! immutable, and a segment file handle stays valid even if retention
+//! removes the file meanwhile. A record read from disk is checked (layout
+//! always, checksums when `validate_checksum_on_read`) and a failure is a
+//! `Corrupt` error naming file and position: corrupt bytes are never served.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Verify, slice_record, validate_record};
+
+use super::index::floor_entry;
+use super::{PartitionLog, PolledRecord};
+use crate::error::{Result, StorageError, io_error};
+use crate::seam::{Storage, StorageFile};
+
+/// Smallest disk read: records are parsed out of reads this large.
+const READ_AHEAD_BYTES: u64 = 1 << 20;
+
+/// The running selection of a read: cursor, limits and chosen records.
+struct Selection {
+    cursor: u64,
+    remaining: u32,
+    max_bytes: u64,
+    used_bytes: u64,
+    records: Vec<PolledRecord>,
+}
+
+impl Selection {
+    fn is_full(&self) -> bool {
+        self.remaining == 0 || self.used_bytes >= self.max_bytes
+    }
+
+    /// Offers the record at `bytes[start..start + len]`; returns false once
+    /// the selection is full. A record that would exceed `max_bytes` is
+    /// refused unless nothing was selected yet (a read always progresses).
+    fn offer(&mut self, bytes: &Rc<Vec<u8>>, start: usize, len: usize) -> bool {
+        let Some(slice) = slice_record(&bytes[start..start + len], self.cursor, self.remaining)
+        else {
+            return true;
+        };
+        let size = (BATCH_HEADER_SIZE + slice.frames.len()) as u64;
+        if !self.records.is_empty() && self.used_bytes + size > self.max_bytes {
+            self.remaining = 0;
+            return false;
+        }
+        assert!(
+            slice.first_offset >= self.cursor,
+            "a slice never starts before the cursor"
+        );
+        self.used_bytes += size;
+        self.remaining -= slice.count;
+        self.cursor = slice.first_offset + u64::from(slice.count);
+        let frames = start + slice.frames.start..start + slice.frames.end;
+        let record = PolledRecord {
+            header: slice.header,
+            bytes: Rc::clone(bytes),
+            frames,
+            first_offset: slice.first_offset,
+            count: slice.count,
+        };
+        self.records.push(record);
+        !self.is_full()
+    }
+}
+
+/// Where the next part of a read comes from.
+enum Source<F> {
+    Cache,
+    Segment {
+        file: Rc<F>,
+        path: PathBuf,
+        position: u64,
+        end: u64,
+        last_offset: u64,
+    },
+    Nothing,
+}
+
+impl<S: Storage> PartitionLog<S> {
+    /// Reads messages with offsets `>= from_offset`: at most `max_messages`
+    /// and about `max_bytes` (at least one record). An offset below the
+    /// oldest retained message starts at the oldest one.
+    pub async fn read(
+        &self,
+        from_offset: u64,
+        max_messages: u32,
+        max_bytes: u64,
+    ) -> Result<Vec<PolledRecord>> {
+        let mut selection = Selection {
+            cursor: from_offset,
+            remaining: max_messages,
+            max_bytes,
+            used_bytes: 0,
+            records: Vec::new(),
+        };
+        while !selection.is_full() {
+            match self.next_source(selection.cursor) {
+                Source::Nothing => break,
+                Source::Cache => {
+                    self.read_cache(&mut selection);
+                    break;
+                }
+                Source::Segment {
+                    file,
+                    path,
+                    position,
+                    end,
+                    last_offset,
+                } => {
+                    self.read_segment(&*file, &path, position, end, &mut selection)
+                        .await?;
+                    selection.cursor = selection.cursor.max(last_offset + 1);
+                }
+            }
+        }
+        Ok(selection.records)
+    }
+
+    /// The last `count` messages (the "last" polling strategy).
+    pub async fn read_last(&self, count: u32, max_bytes: u64) -> Result<Vec<PolledRecord>> {
+        let Some(last) = self.last_offset() else {
+            return Ok(Vec::new());
+        };
+        self.read(
+            last.saturating_sub(u64::from(count).saturating_sub(1)),
+            count,
+            max_bytes,
+        )
+        .await
+    }
+
+    fn next_source(&self, cursor: u64) -> Source<S::File> {
+        let state = self.state();
+        if cursor >= state.next_offset {
+            return Source::Nothing;
+        }
+        if state
+            .cache
+            .front()
+            .is_some_and(|front| cursor >= front.base_offset)
+        {
+            return Source::Cache;
+        }
+        let segment = state
+            .segments
+            .iter()
+            .find(|s| s.last_offset.is_some_and(|last| last >= cursor));
+        match segment {
+            Some(segment) => {
+                let entry = floor_entry(&segment.index, cursor, |e| e.offset);
+                Source::Segment {
+                    file: Rc::clone(&segment.log),
+                    path: segment.log_path.clone(),
+                    position: entry.map_or(0, |e| e.position),
+                    end: segment.size_bytes,
+                    last_offset: segment.last_offset.unwrap_or(cursor),
+                }
+            }
+            None if state.cache.is_empty() => Source::Nothing,
+            None => Source::Cache,
+        }
+    }
+
+    fn read_cache(&self, selection: &mut Selection) {
+        let state = self.state();
+        let from = selection.cursor;
+        for batch in state.cache.iter().filter(|b| b.last_offset >= from) {
+            if !selection.offer(&batch.bytes, 0, batch.bytes.len()) {
+                break;
+            }
+        }
+    }
+
+    async fn read_segment(
+        &self,
+        file: &S::File,
+        path: &Path,
+        position: u64,
+        end: u64,
+        selection: &mut Selection,
+    ) -> Result<()> {
+        let verify = if self.inner.options.validate_checksum_on_read {
+            Verify::Checksums
+        } else {
+            Verify::Layout
+        };
+        scan_records(file, path, position, end, |bytes, start, header, at| {
+            if header.last_offset() < selection.cursor {
+                return Ok(false);
+            }
+            let len = header.batch_length as usize;
+            validate_record(&bytes[start..start + len], verify).map_err(|error| {
+                corrupt(path, at, format!("record fails verification: {error}"))
+            })?;
+            Ok(!selection.offer(bytes, start, len))
+        })
+        .await
+    }
+
+    /// The offset of the first batch whose base timestamp is `>= timestamp_us`.
+    pub async fn find_offset_by_timestamp(&self, timestamp_us: u64) -> Result<Option<u64>> {
+        let on_disk = {
+            let state = self.state();
+            let segment = state
+                .segments
+                .iter()
+                .find(|s| s.last_offset.is_some() && s.max_timestamp >= timestamp_us);
+            segment.map(|s| {
+                let entry = timestamp_us
+                    .checked_sub(1)
+                    .and_then(|below| floor_entry(&s.index, below, |e| e.timestamp));
+                (
+                    Rc::clone(&s.log),
+                    s.log_path.clone(),
+                    entry.map_or(0, |e| e.position),
+                    s.size_bytes,
+                )
+            })
+        };
+        if let Some((file, path, position, end)) = on_disk {
+            let mut found = None;
+            scan_records(&*file, &path, position, end, |_, _, header, _| {
+                if header.base_timestamp >= timestamp_us {
+                    found = Some(header.base_offset);
+                }
+                Ok(found.is_some())
+            })
+            .await?;
+            return Ok(found);
+        }
+        let state = self.state();
+        Ok(state
+            .cache
+            .iter()
+            .find(|b| !b.written && b.base_timestamp >= timestamp_us)
+            .map(|b| b.base_offset))
+    }
+}
+
+fn corrupt(path: &Path, position: u64, reason: String) -> StorageError {
+    StorageError::Corrupt {
+        file: path.to_path_buf(),
+        position,
+        reason,
+    }
+}
+
+/// Walks the records of `file[position..end]` in order, reading ahead in
+/// large chunks. `visit(chunk, start, header, file position)` sees each
+/// record whole at `chunk[start..start + batch_length]` and returns true to
+/// stop. Any record boundary that does not add up is `Corrupt`.
+async fn scan_records<F: StorageFile>(
+    file: &F,
+    path: &Path,
+    mut position: u64,
+    end: u64,
+    mut visit: impl FnMut(&Rc<Vec<u8>>, usize, &BatchHeader, u64) -> Result<bool>,
+) -> Result<()> {
+    let mut want = READ_AHEAD_BYTES;
+    while position < end {
+        let len = want.min(end - position);
+        let bytes = file
+            .read_exact_at(len as usize, position)
+            .await
+            .map_err(io_error("segment read", path))?;
+        let chunk = Rc::new(bytes);
+        let mut at = 0usize;
+        while chunk.len() - at >= BATCH_HEADER_SIZE {
+            let record_position = position + at as u64;
+            let header = BatchHeader::read(&chunk[at..])
+                .map_err(|e| corrupt(path, record_position, e.to_string()))?;
+            let record_len = header.batch_length;
+            if record_len < BATCH_HEADER_SIZE as u64
+                || header.message_count == 0
+                || record_position + record_len > end
+            {
+                return Err(corrupt(
+                    path,
+                    record_position,
+                    format!("impossible batch_length {record_len}"),
+                ));
+            }
+            if at as u64 + record_len > chunk.len() as u64 {
+                break;
+            }
+            if visit(&chunk, at, &header, record_position)? {
+                return Ok(());
+            }
+            at += record_len as usize;
+        }
+        if at == 0 && position + (chunk.len() as u64) < end {
+            // One record larger than the read-ahead: read it whole next time.
+            let header =
+                BatchHeader::read(&chunk).map_err(|e| corrupt(path, position, e.to_string()))?;
+            want = header.batch_length.max(READ_AHEAD_BYTES);
+        } else if at == 0 {
+            return Err(corrupt(
+                path,
+                position,
+                "record runs past the end of the segment".to_owned(),
+            ));
+        } else {
+            want = READ_AHEAD_BYTES;
+        }
+        position += at as u64;
+    }
+    Ok(())
+}

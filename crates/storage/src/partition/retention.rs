@@ -1,0 +1,152 @@
+//! Retention and lifecycle: removal of whole sealed segments from the front
+//! of the log (never the active one, never past the consumer barrier),
+//! selection by expiry or size, purge and deletion.
+//!
+//! All of it runs under the `io` lock, so it never interleaves with a flush
+//! or an fsync. Removing segment files needs no fsync of its own: if a crash
+//! brings a removed sealed segment back, retention simply removes it again.
+
+use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
+use super::state::LogState;
+use super::{PartitionLog, frontier};
+use crate::error::{Result, StorageError, io_error};
+use crate::seam::Storage;
+
+impl<S: Storage> PartitionLog<S> {
+    /// Deletes up to `count` of the oldest sealed segments. A segment whose
+    /// last offset is above `barrier` (the lowest stored consumer offset) is
+    /// kept, and so is everything after it. Returns how many were deleted.
+    pub async fn delete_oldest_sealed_segments(
+        &self,
+        count: usize,
+        barrier: Option<u64>,
+    ) -> Result<usize> {
+        let _io = self.inner.io.lock().await;
+        self.check_writable()?;
+        let mut deleted = 0;
+        while deleted < count {
+            let segment = {
+                let mut state = self.state_mut();
+                let first = &state.segments[0];
+                if !first.sealed {
+                    break;
+                }
+                if let (Some(barrier), Some(last)) = (barrier, first.last_offset)
+                    && last > barrier
+                {
+                    tracing::info!(dir = %self.dir().display(), last, barrier, "segment deletion blocked by committed consumer offset");
+                    break;
+                }
+                let segment = state.segments.remove(0);
+                if let Some(last) = segment.last_offset {
+                    state.drop_cached_up_to(last);
+                }
+                state.dir_dirty = true;
+                segment
+            };
+            let index_path = segment.log_path.with_extension(INDEX_EXTENSION);
+            let storage = &self.inner.storage;
+            storage
+                .remove_file(&segment.log_path)
+                .await
+                .map_err(io_error("remove segment", &segment.log_path))?;
+            storage
+                .remove_file(&index_path)
+                .await
+                .map_err(io_error("remove index", &index_path))?;
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// How many of the oldest sealed segments are expired: their newest
+    /// timestamp plus `expiry_us` is at or before `now_us`. The scan stops
+    /// at the first unexpired segment; an unknown (0) timestamp never
+    /// expires.
+    pub fn expired_sealed_segments(&self, now_us: u64, expiry_us: u64) -> usize {
+        let state = self.state();
+        let expired = |s: &&super::state::Segment<S::File>| {
+            s.sealed && s.max_timestamp != 0 && s.max_timestamp.saturating_add(expiry_us) <= now_us
+        };
+        state.segments.iter().take_while(expired).count()
+    }
+
+    /// How many of the oldest sealed segments must go for the sealed bytes
+    /// to fit `budget_bytes` (the active segment is not counted).
+    pub fn sealed_segments_over_budget(&self, budget_bytes: u64) -> usize {
+        let state = self.state();
+        let mut sealed_bytes: u64 = state
+            .segments
+            .iter()
+            .filter(|s| s.sealed)
+            .map(|s| s.size_bytes)
+            .sum();
+        let mut count = 0;
+        for segment in state.segments.iter().filter(|s| s.sealed) {
+            if sealed_bytes <= budget_bytes {
+                break;
+            }
+            sealed_bytes -= segment.size_bytes;
+            count += 1;
+        }
+        count
+    }
+
+    /// Resets the log to one empty segment starting at offset 0. Batches
+    /// appended while the purge runs are discarded with the rest.
+    pub async fn purge(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.check_writable()?;
+        let old: Vec<_> = self
+            .state()
+            .segments
+            .iter()
+            .map(|s| s.start_offset)
+            .collect();
+        let (storage, dir) = (&self.inner.storage, &self.inner.dir);
+        for start in old {
+            for extension in [LOG_EXTENSION, INDEX_EXTENSION] {
+                let path = segment_path(dir, start, extension);
+                storage
+                    .remove_file(&path)
+                    .await
+                    .map_err(io_error("remove segment file", &path))?;
+            }
+        }
+        let segment = self.create_segment(0).await?;
+        let reserved = self.inner.options.offset_reservation;
+        frontier::store(storage, dir, reserved).await?;
+        storage
+            .sync_dir(dir)
+            .await
+            .map_err(|error| self.poison("directory fsync", dir, error))?;
+        let mut state = LogState::new(vec![segment], 0, None, 0);
+        state.frontier = reserved;
+        state.generation = self.state().generation + 1;
+        *self.state_mut() = state;
+        Ok(())
+    }
+
+    /// Removes the partition directory; every later write fails.
+    pub async fn delete(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.state_mut().deleted = true;
+        let dir = &self.inner.dir;
+        self.inner
+            .storage
+            .remove_dir_all(dir)
+            .await
+            .map_err(io_error("remove partition directory", dir))
+    }
+
+    /// Fails with `Purged` when the log was purged since `generation`.
+    pub(super) fn check_generation(&self, generation: u64) -> Result<()> {
+        if self.state().generation == generation {
+            Ok(())
+        } else {
+            Err(StorageError::Purged {
+                dir: self.inner.dir.clone(),
+            })
+        }
+    }
+}

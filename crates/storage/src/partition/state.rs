@@ -1,0 +1,295 @@
+//! The in-memory state of one partition log: its segments, the cache of
+//! recent batches and the offset counters. Pure bookkeeping, no I/O; the
+//! write, read and recovery paths borrow it briefly and never across an
+//! `.await`.
+//!
+//! Cache invariant: `cache` holds consecutive batches in offset order; the
+//! written ones form a prefix and the `unwritten_batches` newest ones are
+//! not yet in any segment file. Every offset below the first unwritten
+//! batch (or below `next_offset` when none) is in a segment file.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use super::index::{IndexEntry, push_sparse};
+use crate::seam::MAX_IOVECS;
+
+/// One segment: a `.log` file of batch records and its sparse `.index`.
+#[derive(Debug)]
+pub struct Segment<F> {
+    pub start_offset: u64,
+    pub first_offset: Option<u64>,
+    pub last_offset: Option<u64>,
+    /// Bytes written to the `.log` file (the next write position).
+    pub size_bytes: u64,
+    pub index_size_bytes: u64,
+    pub messages: u64,
+    /// Base timestamp of the newest batch (0 when empty).
+    pub max_timestamp: u64,
+    pub index: Vec<IndexEntry>,
+    pub sealed: bool,
+    /// Bytes were written since the last fsync of the `.log` file.
+    pub unsynced: bool,
+    pub log: Rc<F>,
+    pub index_file: Rc<F>,
+    pub log_path: PathBuf,
+}
+
+impl<F> Segment<F> {
+    pub fn new(start_offset: u64, log: Rc<F>, index_file: Rc<F>, log_path: PathBuf) -> Self {
+        Self {
+            start_offset,
+            first_offset: None,
+            last_offset: None,
+            size_bytes: 0,
+            index_size_bytes: 0,
+            messages: 0,
+            max_timestamp: 0,
+            index: Vec::new(),
+            sealed: false,
+            unsynced: false,
+            log,
+            index_file,
+            log_path,
+        }
+    }
+}
+
+/// A stamped batch record held in memory.
+#[derive(Debug, Clone)]
+pub struct CachedBatch {
+    pub base_offset: u64,
+    pub last_offset: u64,
+    pub base_timestamp: u64,
+    pub bytes: Rc<Vec<u8>>,
+    pub written: bool,
+}
+
+/// The next run of unwritten batches to write with one vectored write.
+#[derive(Debug)]
+pub struct FlushChunk {
+    pub position: u64,
+    pub buffers: Vec<Rc<Vec<u8>>>,
+    pub first: IndexEntry,
+    pub last_offset: u64,
+    pub last_timestamp: u64,
+    pub messages: u64,
+    pub size_bytes: u64,
+    /// The chunk reaches the segment size: seal the segment after it.
+    pub rolls: bool,
+}
+
+#[derive(Debug)]
+pub struct LogState<F> {
+    pub segments: Vec<Segment<F>>,
+    pub cache: VecDeque<CachedBatch>,
+    pub unwritten_batches: usize,
+    pub unwritten_messages: u64,
+    pub unwritten_bytes: u64,
+    pub cached_written_bytes: u64,
+    pub next_offset: u64,
+    pub last_offset: Option<u64>,
+    pub last_timestamp: u64,
+    /// Every offset below it is durable (written and fsynced).
+    pub durable_end: u64,
+    /// Offsets below it are durably reserved (see `frontier`).
+    pub frontier: u64,
+    pub frontier_renewing: bool,
+    pub flush_scheduled: bool,
+    pub poison: Option<String>,
+    pub deleted: bool,
+    pub closed: bool,
+    /// Incremented by every purge.
+    pub generation: u64,
+    /// Directory entries were created or removed since the last dir sync.
+    pub dir_dirty: bool,
+}
+
+impl<F> LogState<F> {
+    pub fn new(
+        segments: Vec<Segment<F>>,
+        next_offset: u64,
+        last_offset: Option<u64>,
+        last_timestamp: u64,
+    ) -> Self {
+        assert!(!segments.is_empty(), "a log always has an active segment");
+        Self {
+            segments,
+            cache: VecDeque::new(),
+            unwritten_batches: 0,
+            unwritten_messages: 0,
+            unwritten_bytes: 0,
+            cached_written_bytes: 0,
+            next_offset,
+            last_offset,
+            last_timestamp,
+            durable_end: next_offset,
+            frontier: next_offset,
+            frontier_renewing: false,
+            flush_scheduled: false,
+            poison: None,
+            deleted: false,
+            closed: false,
+            generation: 0,
+            dir_dirty: false,
+        }
+    }
+
+    pub fn active(&self) -> &Segment<F> {
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
+    }
+
+    pub fn active_mut(&mut self) -> &mut Segment<F> {
+        self.segments
+            .last_mut()
+            .expect("a log always has an active segment")
+    }
+
+    /// Every appended offset below this is in a segment file.
+    pub fn written_end(&self) -> u64 {
+        self.first_unwritten()
+            .map_or(self.next_offset, |batch| batch.base_offset)
+    }
+
+    fn first_unwritten(&self) -> Option<&CachedBatch> {
+        self.cache.get(self.cache.len() - self.unwritten_batches)
+    }
+
+    /// Adds a freshly stamped batch to the cache as unwritten.
+    pub fn push_batch(&mut self, batch: CachedBatch, messages: u64) {
+        assert!(
+            batch.base_offset >= self.next_offset,
+            "offsets must never go backwards"
+        );
+        assert!(
+            batch.base_timestamp >= self.last_timestamp,
+            "timestamps must never go backwards"
+        );
+        self.unwritten_batches += 1;
+        self.unwritten_messages += messages;
+        self.unwritten_bytes += batch.bytes.len() as u64;
+        self.next_offset = batch.last_offset + 1;
+        self.last_offset = Some(batch.last_offset);
+        self.last_timestamp = batch.base_timestamp;
+        self.cache.push_back(batch);
+    }
+
+    /// Plans the next vectored write into the active segment: up to
+    /// `MAX_IOVECS` unwritten batches, stopping after the batch that makes
+    /// the segment reach `segment_size_bytes` (the soft limit).
+    pub fn plan_flush_chunk(&self, segment_size_bytes: u64) -> Option<FlushChunk> {
+        let first = self.first_unwritten()?;
+        let position = self.active().size_bytes;
+        let mut chunk = FlushChunk {
+            position,
+            buffers: Vec::new(),
+            first: IndexEntry {
+                offset: first.base_offset,
+                timestamp: first.base_timestamp,
+                position,
+            },
+            last_offset: first.last_offset,
+            last_timestamp: first.base_timestamp,
+            messages: 0,
+            size_bytes: 0,
+            rolls: false,
+        };
+        for batch in self
+            .cache
+            .iter()
+            .skip(self.cache.len() - self.unwritten_batches)
+            .take(MAX_IOVECS)
+        {
+            chunk.buffers.push(Rc::clone(&batch.bytes));
+            chunk.last_offset = batch.last_offset;
+            chunk.last_timestamp = batch.base_timestamp;
+            chunk.messages += batch.last_offset - batch.base_offset + 1;
+            chunk.size_bytes += batch.bytes.len() as u64;
+            if position + chunk.size_bytes >= segment_size_bytes {
+                chunk.rolls = true;
+                break;
+            }
+        }
+        Some(chunk)
+    }
+
+    /// Records that `chunk` is now in the active segment's files.
+    pub fn apply_flushed_chunk(
+        &mut self,
+        chunk: &FlushChunk,
+        index_written: bool,
+        cache_limit_bytes: u64,
+    ) {
+        let count = chunk.buffers.len();
+        assert!(
+            count > 0 && count <= self.unwritten_batches,
+            "flushed more batches than were pending"
+        );
+        let start = self.cache.len() - self.unwritten_batches;
+        for batch in self.cache.range_mut(start..start + count) {
+            batch.written = true;
+        }
+        self.unwritten_batches -= count;
+        self.unwritten_messages -= chunk.messages;
+        self.unwritten_bytes -= chunk.size_bytes;
+        self.cached_written_bytes += chunk.size_bytes;
+        let segment = self.active_mut();
+        assert_eq!(
+            segment.size_bytes, chunk.position,
+            "a flush must append at the segment end"
+        );
+        segment.first_offset.get_or_insert(chunk.first.offset);
+        segment.last_offset = Some(chunk.last_offset);
+        segment.size_bytes += chunk.size_bytes;
+        segment.messages += chunk.messages;
+        segment.max_timestamp = chunk.last_timestamp;
+        segment.unsynced = true;
+        if index_written {
+            segment.index_size_bytes += super::index::INDEX_ENTRY_SIZE as u64;
+        }
+        push_sparse(&mut segment.index, chunk.first);
+        self.evict_cache(cache_limit_bytes);
+    }
+
+    /// Drops the oldest written batches while the written part of the cache
+    /// is above its budget; unwritten batches are never dropped.
+    pub fn evict_cache(&mut self, cache_limit_bytes: u64) {
+        while self.cached_written_bytes > cache_limit_bytes {
+            match self.cache.front() {
+                Some(batch) if batch.written => {
+                    self.cached_written_bytes -= batch.bytes.len() as u64;
+                    self.cache.pop_front();
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Drops every cached batch whose last offset is at or below `offset`
+    /// (they were deleted with their segments).
+    pub fn drop_cached_up_to(&mut self, offset: u64) {
+        while let Some(batch) = self.cache.front() {
+            if batch.last_offset > offset || !batch.written {
+                break;
+            }
+            self.cached_written_bytes -= batch.bytes.len() as u64;
+            self.cache.pop_front();
+        }
+    }
+
+    pub fn messages_count(&self) -> u64 {
+        self.segments.iter().map(|s| s.messages).sum::<u64>() + self.unwritten_messages
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size_bytes).sum::<u64>() + self.unwritten_bytes
+    }
+
+    pub fn first_offset(&self) -> Option<u64> {
+        let on_disk = self.segments.iter().find_map(|s| s.first_offset);
+        on_disk.or_else(|| self.cache.front().map(|batch| batch.base_offset))
+    }
+}

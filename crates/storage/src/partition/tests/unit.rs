@@ -1,0 +1,394 @@
+use std::rc::Rc;
+
+use protocol::batch::{BatchHeader, Verify, validate_record};
+
+use super::*;
+use crate::error::StorageError;
+use crate::partition::INDEX_ENTRY_SIZE;
+use crate::seam::SimFaults;
+
+#[compio::test]
+async fn given_fresh_log_when_appending_should_stamp_consecutive_offsets() {
+    let storage = SimStorage::new();
+    let (log, report) = open(&storage, small_options()).await;
+    assert_eq!(report.next_offset, 0);
+    assert_eq!(log.last_offset(), None);
+    let first = log.append(record(1, 3, 10), 500).unwrap();
+    let second = log.append(record(2, 2, 10), 400).unwrap();
+    assert_eq!((first.base_offset, first.last_offset), (0, 2));
+    assert_eq!((second.base_offset, second.last_offset), (3, 4));
+    assert_eq!(second.base_timestamp, 500, "timestamps never go backwards");
+    assert_eq!(log.last_offset(), Some(4));
+    assert_eq!(log.messages_count(), 5);
+    let polled = log.read(0, 10, u64::MAX).await.unwrap();
+    let header = BatchHeader::read(&polled[0].to_record()).unwrap();
+    assert_eq!(
+        (
+            header.partition_id,
+            header.base_offset,
+            header.base_timestamp
+        ),
+        (1, 0, 500)
+    );
+    validate_record(&polled[1].to_record(), Verify::Checksums).unwrap();
+}
+
+#[compio::test]
+async fn given_invalid_record_when_appending_should_reject_without_consuming_offsets() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    let mut bad = record(1, 2, 10);
+    bad.pop();
+    assert!(matches!(
+        log.append(bad, 1),
+        Err(StorageError::InvalidRecord { .. })
+    ));
+    assert_eq!(log.next_offset(), 0);
+}
+
+#[compio::test]
+async fn given_flushed_batches_beyond_cache_when_reading_should_serve_identical_bytes_from_disk() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        cache_size_bytes: 0,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    let mut stamped = Vec::new();
+    for tag in 0..6 {
+        let receipt = log.append(record(tag, 2, 40), 1_000 + tag).unwrap();
+        stamped.push(log.read(receipt.base_offset, 2, u64::MAX).await.unwrap()[0].to_record());
+    }
+    log.flush().await.unwrap();
+    assert_eq!(log.unflushed_bytes(), 0);
+    let polled = log.read(0, 100, u64::MAX).await.unwrap();
+    let from_disk: Vec<Vec<u8>> = polled.iter().map(PolledRecord::to_record).collect();
+    assert_eq!(from_disk, stamped);
+    let on_disk = file(&storage, &log_path(0));
+    assert_eq!(
+        on_disk,
+        stamped.concat(),
+        "the .log file is the stamped records, concatenated"
+    );
+}
+
+#[compio::test]
+async fn given_tiny_segment_size_when_flushing_should_roll_after_the_crossing_batch() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        segment_size_bytes: 1000,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    let size = log.append(record(1, 3, 100), 1).unwrap().size_bytes;
+    assert!(size < 1000);
+    log.append(record(2, 3, 100), 2).unwrap();
+    log.append(record(3, 1, 10), 3).unwrap();
+    log.flush().await.unwrap();
+    let segments = log.segments();
+    assert_eq!(segments.len(), 2);
+    assert!(
+        segments[0].sealed && segments[0].size_bytes > 1000,
+        "the crossing batch is written whole"
+    );
+    assert_eq!(
+        (segments[0].start_offset, segments[0].last_offset),
+        (0, Some(5))
+    );
+    assert_eq!(
+        (segments[1].start_offset, segments[1].last_offset),
+        (6, Some(6))
+    );
+    assert_eq!(file(&storage, &index_path(0)).len(), INDEX_ENTRY_SIZE);
+    assert!(storage.file_bytes(&log_path(6)).is_some());
+}
+
+#[compio::test]
+async fn given_byte_and_count_limits_when_reading_should_slice_and_always_progress() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    for tag in 0..4 {
+        log.append(record(tag, 5, 20), tag).unwrap();
+    }
+    let middle = messages_of(&log.read(7, 4, u64::MAX).await.unwrap());
+    assert_eq!(
+        middle.iter().map(|m| m.offset).collect::<Vec<_>>(),
+        [7, 8, 9, 10]
+    );
+    let one_record = log.read(0, 100, 1).await.unwrap();
+    assert_eq!(one_record.len(), 1, "a read returns at least one record");
+    assert!(log.read(20, 10, u64::MAX).await.unwrap().is_empty());
+    let last = messages_of(&log.read_last(3, u64::MAX).await.unwrap());
+    assert_eq!(
+        last.iter().map(|m| m.offset).collect::<Vec<_>>(),
+        [17, 18, 19]
+    );
+}
+
+#[compio::test]
+async fn given_timestamps_when_finding_by_timestamp_should_return_first_batch_at_or_after() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            cache_size_bytes: 0,
+            ..small_options()
+        },
+    )
+    .await;
+    for tag in 0..10u64 {
+        log.append(record(tag, 2, 300), 100 * (tag + 1)).unwrap();
+    }
+    log.flush().await.unwrap();
+    log.append(record(99, 1, 10), 5_000).unwrap();
+    assert_eq!(log.find_offset_by_timestamp(0).await.unwrap(), Some(0));
+    assert_eq!(log.find_offset_by_timestamp(350).await.unwrap(), Some(6));
+    assert_eq!(log.find_offset_by_timestamp(1_000).await.unwrap(), Some(18));
+    assert_eq!(
+        log.find_offset_by_timestamp(4_000).await.unwrap(),
+        Some(20),
+        "unwritten batches count too"
+    );
+    assert_eq!(log.find_offset_by_timestamp(6_000).await.unwrap(), None);
+}
+
+#[compio::test]
+async fn given_concurrent_durable_appends_should_share_fsyncs() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            offset_reservation: 1 << 20,
+            ..small_options()
+        },
+    )
+    .await;
+    let before = storage.syncs_done();
+    let mut tasks = Vec::new();
+    for tag in 0..16 {
+        let log = log.clone();
+        tasks.push(compio::runtime::spawn(async move {
+            let receipt = log.append(record(tag, 1, 10), tag).unwrap();
+            log.wait_durable(receipt.last_offset).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(log.durable_offset(), Some(15));
+    let syncs = storage.syncs_done() - before;
+    assert!(syncs < 16, "16 durable appends took {syncs} syncs");
+}
+
+#[compio::test]
+async fn given_failed_fsync_should_poison_writes_but_keep_durable_reads() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    log.append(record(1, 2, 10), 1).unwrap();
+    log.sync().await.unwrap();
+    log.append(record(2, 2, 10), 2).unwrap();
+    storage.set_faults(SimFaults {
+        fail_next_sync: true,
+        ..SimFaults::default()
+    });
+    let error = log.sync().await.unwrap_err();
+    assert!(
+        matches!(&error, StorageError::Poisoned { dir: d, cause } if *d == dir() && cause.contains("fsync")),
+        "{error}"
+    );
+    assert!(log.is_poisoned());
+    assert!(matches!(
+        log.append(record(3, 1, 10), 3),
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert!(matches!(
+        log.flush().await,
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert!(
+        matches!(log.sync().await, Err(StorageError::Poisoned { .. })),
+        "never retries and pretends"
+    );
+    assert_eq!(log.durable_offset(), Some(1));
+    log.wait_durable(1).await.unwrap();
+    assert_eq!(
+        messages_of(&log.read(0, 2, u64::MAX).await.unwrap()).len(),
+        2
+    );
+}
+
+#[compio::test]
+async fn given_short_write_should_poison_and_recover_cleanly_on_reopen() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    log.append(record(1, 2, 10), 1).unwrap();
+    log.sync().await.unwrap();
+    log.append(record(2, 2, 100), 2).unwrap();
+    storage.set_faults(SimFaults {
+        short_next_write: Some(300),
+        ..SimFaults::default()
+    });
+    assert!(matches!(
+        log.flush().await,
+        Err(StorageError::Poisoned { .. })
+    ));
+    storage.set_faults(SimFaults::default());
+    let rebooted = storage.crash(crate::seam::CrashMode::Clean);
+    let (log, report) = open(&rebooted, small_options()).await;
+    assert_eq!(log.last_offset(), Some(1));
+    assert!(
+        report.next_offset >= 4,
+        "offsets handed out before the crash are not reused"
+    );
+}
+
+#[compio::test]
+async fn given_exhausted_reservation_when_appending_should_ask_to_reserve_then_succeed() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            offset_reservation: 4,
+            ..small_options()
+        },
+    )
+    .await;
+    let error = log.append(record(1, 10, 10), 1).unwrap_err();
+    assert!(matches!(
+        error,
+        StorageError::OffsetsNotReserved {
+            next_offset: 0,
+            frontier: 4
+        }
+    ));
+    log.reserve_offsets(10).await.unwrap();
+    assert_eq!(log.append(record(1, 10, 10), 1).unwrap().last_offset, 9);
+}
+
+#[compio::test]
+async fn given_clean_close_when_reopening_should_continue_without_skipping() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    log.append(record(1, 3, 10), 1).unwrap();
+    log.close().await.unwrap();
+    assert!(matches!(
+        log.append(record(2, 1, 10), 2),
+        Err(StorageError::Closed { .. })
+    ));
+    let (log, report) = open(&storage, small_options()).await;
+    assert_eq!(report.next_offset, 3);
+    assert!(report.skipped_offsets.is_empty());
+    assert_eq!(log.append(record(2, 1, 10), 2).unwrap().base_offset, 3);
+}
+
+#[compio::test]
+async fn given_sealed_segments_when_deleting_oldest_should_respect_active_and_barrier() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            segment_size_bytes: 600,
+            ..small_options()
+        },
+    )
+    .await;
+    for tag in 0..4 {
+        log.append(record(tag, 2, 200), 100 + tag).unwrap();
+    }
+    log.flush().await.unwrap();
+    assert_eq!(
+        log.segments_count(),
+        5,
+        "each batch crosses the segment size"
+    );
+    assert_eq!(log.expired_sealed_segments(101 + 50, 50), 2);
+    assert_eq!(log.sealed_segments_over_budget(2 * 752), 2);
+    assert_eq!(
+        log.delete_oldest_sealed_segments(10, Some(2))
+            .await
+            .unwrap(),
+        1,
+        "segment [2,3] is above the barrier"
+    );
+    assert_eq!(log.first_offset(), Some(2));
+    assert_eq!(
+        messages_of(&log.read(0, 1, u64::MAX).await.unwrap())[0].offset,
+        2,
+        "reads start at the oldest retained"
+    );
+    assert_eq!(
+        log.delete_oldest_sealed_segments(10, None).await.unwrap(),
+        3
+    );
+    assert_eq!(
+        log.segments_count(),
+        1,
+        "the active segment is never deleted"
+    );
+    assert!(
+        storage.file_bytes(&log_path(0)).is_none() && storage.file_bytes(&index_path(0)).is_none()
+    );
+    assert_eq!(log.messages_count(), 0);
+}
+
+#[compio::test]
+async fn given_purge_should_reset_to_single_empty_segment_at_zero() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            segment_size_bytes: 600,
+            ..small_options()
+        },
+    )
+    .await;
+    for tag in 0..3 {
+        log.append(record(tag, 2, 200), tag).unwrap();
+    }
+    log.sync().await.unwrap();
+    log.purge().await.unwrap();
+    assert_eq!(
+        (log.segments_count(), log.next_offset(), log.last_offset()),
+        (1, 0, None)
+    );
+    assert!(log.read(0, 10, u64::MAX).await.unwrap().is_empty());
+    assert_eq!(log.append(record(9, 1, 10), 9).unwrap().base_offset, 0);
+    log.delete().await.unwrap();
+    assert!(matches!(
+        log.append(record(9, 1, 10), 9),
+        Err(StorageError::Deleted { .. })
+    ));
+    assert!(storage.file_bytes(&log_path(0)).is_none());
+}
+
+#[compio::test]
+async fn given_bit_rot_after_open_when_reading_with_validation_should_refuse_the_record() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            cache_size_bytes: 0,
+            ..small_options()
+        },
+    )
+    .await;
+    log.append(record(1, 2, 50), 1).unwrap();
+    log.append(record(2, 2, 50), 2).unwrap();
+    log.flush().await.unwrap();
+    let mut bytes = file(&storage, &log_path(0));
+    let second = bytes.len() / 2;
+    bytes[second + 300] ^= 0x40;
+    storage.overwrite_durably(&log_path(0), bytes).unwrap();
+    assert_eq!(
+        messages_of(&log.read(0, 2, u64::MAX).await.unwrap()).len(),
+        2,
+        "the first record is intact"
+    );
+    let error = log.read(2, 2, u64::MAX).await.unwrap_err();
+    assert!(
+        matches!(error, StorageError::Corrupt { position, .. } if position == second as u64),
+        "{error}"
+    );
+    let shared = Rc::strong_count(&log.read(0, 1, u64::MAX).await.unwrap()[0].bytes);
+    assert!(shared >= 1);
+}

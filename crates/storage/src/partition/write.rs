@@ -1,0 +1,288 @@
+//! The write path: background flushes, vectored writes into the active
+//! segment, rollover, group-committed fsync, the offset frontier renewal
+//! and poisoning.
+//!
+//! Every file mutation runs under the log's async `io` lock, so positions
+//! are assigned by exactly one writer. Group commit: `wait_durable` callers
+//! queue on that lock; the first one flushes and fsyncs everything appended
+//! so far, and the callers it covered return without another fsync. A
+//! failed write or fsync poisons the log: the bytes may or may not be on
+//! disk, so it never retries and never claims durability again.
+
+use std::io;
+use std::path::Path;
+use std::rc::Rc;
+
+use compio::BufResult;
+
+use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
+use super::state::Segment;
+use super::{PartitionLog, frontier};
+use crate::error::{Result, StorageError};
+use crate::seam::{Storage, StorageFile};
+
+/// Renew the offset reservation when fewer than `reservation / DIVISOR`
+/// reserved offsets remain.
+const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
+
+impl<S: Storage> PartitionLog<S> {
+    /// Called after every append: starts a background flush when a flush
+    /// threshold is reached and renews the offset reservation early.
+    pub(super) fn after_append(&self) {
+        let options = &self.inner.options;
+        let (flush, renew) = {
+            let mut state = self.state_mut();
+            let over_threshold = state.unwritten_messages >= options.messages_required_to_save
+                || state.unwritten_bytes >= options.size_of_messages_required_to_save;
+            let flush = over_threshold && !state.flush_scheduled;
+            state.flush_scheduled |= flush;
+            let remaining = state.frontier - state.next_offset;
+            (
+                flush,
+                remaining < options.offset_reservation / FRONTIER_RENEWAL_DIVISOR,
+            )
+        };
+        if flush {
+            let log = self.clone();
+            compio::runtime::spawn(async move {
+                log.state_mut().flush_scheduled = false;
+                if let Err(error) = log.flush().await {
+                    tracing::warn!(dir = %log.dir().display(), %error, "background flush failed");
+                }
+            })
+            .detach();
+        }
+        if renew {
+            self.schedule_frontier_renewal(0);
+        }
+    }
+
+    /// Writes every pending batch to the active segment (rolling over as
+    /// needed). Does not fsync.
+    pub async fn flush(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.flush_locked().await
+    }
+
+    /// Makes everything appended so far durable.
+    pub async fn sync(&self) -> Result<()> {
+        let Some(last) = self.state().next_offset.checked_sub(1) else {
+            return Ok(());
+        };
+        self.wait_durable(last).await
+    }
+
+    /// Returns once `offset` (an offset already handed out by `append`) is
+    /// written and fsynced, sharing one fsync with concurrent callers.
+    pub async fn wait_durable(&self, offset: u64) -> Result<()> {
+        let generation = {
+            let state = self.state();
+            assert!(
+                offset < state.next_offset,
+                "wait_durable({offset}) for an offset never appended"
+            );
+            if state.durable_end > offset {
+                return Ok(());
+            }
+            state.generation
+        };
+        let _io = self.inner.io.lock().await;
+        self.check_generation(generation)?;
+        if self.state().durable_end > offset {
+            return Ok(());
+        }
+        self.flush_locked().await?;
+        self.sync_locked().await?;
+        assert!(
+            self.state().durable_end > offset,
+            "a completed sync must cover the offset"
+        );
+        Ok(())
+    }
+
+    /// Flush loop; the caller holds the `io` lock.
+    pub(super) async fn flush_locked(&self) -> Result<()> {
+        loop {
+            self.check_writable()?;
+            let (mut chunk, log, index_file, log_path, index_position) = {
+                let state = self.state();
+                let Some(chunk) = state.plan_flush_chunk(self.inner.options.segment_size_bytes)
+                else {
+                    return Ok(());
+                };
+                let active = state.active();
+                assert!(!active.sealed, "the active segment is never sealed");
+                let files = (
+                    Rc::clone(&active.log),
+                    Rc::clone(&active.index_file),
+                    active.log_path.clone(),
+                );
+                (chunk, files.0, files.1, files.2, active.index_size_bytes)
+            };
+            let buffers = std::mem::take(&mut chunk.buffers);
+            let BufResult(written, buffers) =
+                log.write_vectored_all_at(buffers, chunk.position).await;
+            chunk.buffers = buffers;
+            written.map_err(|error| self.poison("segment write", &log_path, error))?;
+            let BufResult(indexed, _) = index_file
+                .write_all_at(chunk.first.encode(), index_position)
+                .await;
+            indexed.map_err(|error| {
+                self.poison(
+                    "index write",
+                    &log_path.with_extension(INDEX_EXTENSION),
+                    error,
+                )
+            })?;
+            let rolls = chunk.rolls;
+            self.state_mut()
+                .apply_flushed_chunk(&chunk, true, self.inner.options.cache_size_bytes);
+            if rolls {
+                self.roll_locked(chunk.last_offset + 1).await?;
+            }
+        }
+    }
+
+    /// Seals the active segment and starts a new one at `start_offset`.
+    pub(super) async fn roll_locked(&self, start_offset: u64) -> Result<()> {
+        let segment = self.create_segment(start_offset).await?;
+        let mut state = self.state_mut();
+        let active = state.active_mut();
+        assert!(
+            active.last_offset.is_none_or(|last| last < start_offset),
+            "segments must not overlap"
+        );
+        active.sealed = true;
+        state.segments.push(segment);
+        state.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Creates the two files of a new, empty segment.
+    pub(super) async fn create_segment(&self, start_offset: u64) -> Result<Segment<S::File>> {
+        let storage = &self.inner.storage;
+        let log_path = segment_path(&self.inner.dir, start_offset, LOG_EXTENSION);
+        let index_path = segment_path(&self.inner.dir, start_offset, INDEX_EXTENSION);
+        let log = storage
+            .create(&log_path)
+            .await
+            .map_err(|error| self.poison("segment create", &log_path, error))?;
+        let index = storage
+            .create(&index_path)
+            .await
+            .map_err(|error| self.poison("index create", &index_path, error))?;
+        Ok(Segment::new(
+            start_offset,
+            Rc::new(log),
+            Rc::new(index),
+            log_path,
+        ))
+    }
+
+    /// Fsyncs every segment written since the last sync, oldest first, then
+    /// the directory if segments were created or removed; the caller holds
+    /// the `io` lock and has flushed.
+    pub(super) async fn sync_locked(&self) -> Result<()> {
+        let (target, dirty, dir_dirty) = {
+            let state = self.state();
+            let dirty: Vec<_> = state
+                .segments
+                .iter()
+                .filter(|s| s.unsynced)
+                .map(|s| (Rc::clone(&s.log), s.log_path.clone()))
+                .collect();
+            (state.written_end(), dirty, state.dir_dirty)
+        };
+        for (file, path) in &dirty {
+            self.check_writable()?;
+            file.sync_data()
+                .await
+                .map_err(|error| self.poison("fsync", path, error))?;
+        }
+        if dir_dirty {
+            let dir = &self.inner.dir;
+            self.inner
+                .storage
+                .sync_dir(dir)
+                .await
+                .map_err(|error| self.poison("directory fsync", dir, error))?;
+        }
+        let mut state = self.state_mut();
+        state.segments.iter_mut().for_each(|s| s.unsynced = false);
+        state.dir_dirty &= !dir_dirty;
+        state.durable_end = state.durable_end.max(target);
+        Ok(())
+    }
+
+    /// Clean shutdown: makes everything durable and lowers the offset
+    /// frontier to the log end, so the next open skips no offsets. Every
+    /// later write fails with `Closed`.
+    pub async fn close(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.flush_locked().await?;
+        self.sync_locked().await?;
+        let next_offset = self.state().next_offset;
+        self.state_mut().closed = true;
+        frontier::store(&self.inner.storage, &self.inner.dir, next_offset).await
+    }
+
+    /// Records the first failure for good and returns the error to report.
+    pub(super) fn poison(&self, operation: &str, path: &Path, error: io::Error) -> StorageError {
+        let cause = format!("{operation} on {} failed: {error}", path.display());
+        let mut state = self.state_mut();
+        if state.poison.is_none() {
+            tracing::error!(dir = %self.inner.dir.display(), %cause, "partition log poisoned; it refuses writes from now on");
+            state.poison = Some(cause);
+        }
+        let cause = state.poison.clone().unwrap_or_default();
+        StorageError::Poisoned {
+            dir: self.inner.dir.clone(),
+            cause,
+        }
+    }
+
+    /// Durably reserves offsets for at least `messages` more messages plus
+    /// a full reservation chunk. Await it after `OffsetsNotReserved`.
+    pub async fn reserve_offsets(&self, messages: u64) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.renew_frontier_locked(messages).await
+    }
+
+    pub(super) fn schedule_frontier_renewal(&self, messages: u64) {
+        {
+            let mut state = self.state_mut();
+            if state.frontier_renewing || state.poison.is_some() || state.deleted || state.closed {
+                return;
+            }
+            state.frontier_renewing = true;
+        }
+        let log = self.clone();
+        compio::runtime::spawn(async move {
+            if let Err(error) = log.reserve_offsets(messages).await {
+                tracing::warn!(dir = %log.dir().display(), %error, "offset reservation failed");
+            }
+            log.state_mut().frontier_renewing = false;
+        })
+        .detach();
+    }
+
+    pub(super) async fn renew_frontier_locked(&self, messages: u64) -> Result<()> {
+        self.check_writable()?;
+        let reservation = self.inner.options.offset_reservation;
+        let (current, wanted) = {
+            let state = self.state();
+            (state.frontier, state.next_offset + messages + reservation)
+        };
+        if current >= wanted - reservation / FRONTIER_RENEWAL_DIVISOR {
+            return Ok(());
+        }
+        let dir = &self.inner.dir;
+        if let Err(error) = frontier::store(&self.inner.storage, dir, wanted).await {
+            let io = io::Error::other(error.to_string());
+            return Err(self.poison("offset frontier write", &frontier::frontier_path(dir), io));
+        }
+        let mut state = self.state_mut();
+        state.frontier = state.frontier.max(wanted);
+        Ok(())
+    }
+}
