@@ -3,8 +3,8 @@
 //! selection by expiry or size, purge and deletion.
 //!
 //! All of it runs under the `io` lock, so it never interleaves with a flush
-//! or an fsync. Removing segment files needs no fsync of its own: if a crash
-//! brings a removed sealed segment back, retention simply removes it again.
+//! or an fsync. Each pass ends with a directory fsync so that a crash cannot
+//! bring removed segments back in front of the log.
 
 use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
 use super::state::LogState;
@@ -55,6 +55,15 @@ impl<S: Storage> PartitionLog<S> {
                 .await
                 .map_err(io_error("remove index", &index_path))?;
             deleted += 1;
+        }
+        if deleted > 0 {
+            let dir = &self.inner.dir;
+            self.inner
+                .storage
+                .sync_dir(dir)
+                .await
+                .map_err(|error| self.poison("directory fsync", dir, error))?;
+            self.state_mut().dir_dirty = false;
         }
         Ok(deleted)
     }

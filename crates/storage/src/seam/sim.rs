@@ -36,6 +36,9 @@ pub struct SimFaults {
     /// After this many successful syncs (counted from creation) the machine
     /// "crashes": every later operation fails until [`SimStorage::crash`].
     pub crash_after_syncs: Option<u64>,
+    /// Likewise after this many writes: the crash then lands between a
+    /// write and the sync that would have made it durable.
+    pub crash_after_writes: Option<u64>,
 }
 
 /// How much unsynced state survives [`SimStorage::crash`].
@@ -64,6 +67,7 @@ struct SimFs {
     next_inode: InodeId,
     faults: SimFaults,
     syncs_done: u64,
+    writes_done: u64,
     crashed: bool,
 }
 
@@ -170,6 +174,14 @@ impl SimFs {
             content.resize(end, 0);
         }
         content[start..end].copy_from_slice(&bytes[..keep]);
+        self.writes_done += 1;
+        if self
+            .faults
+            .crash_after_writes
+            .is_some_and(|n| self.writes_done >= n)
+        {
+            self.crashed = true;
+        }
         match short {
             Some(_) => Err(io::Error::other(format!(
                 "simulated short write: {keep} of {} bytes",
