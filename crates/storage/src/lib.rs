@@ -6,7 +6,9 @@
 //! `RefCell` borrow is ever held across an `.await`.
 
 pub mod error;
+pub mod journal;
 mod lock;
+pub mod offsets;
 pub mod partition;
 pub mod seam;
 

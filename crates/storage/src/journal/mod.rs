@@ -1,0 +1,373 @@
+//! The metadata journal: an append-only write-ahead log of opaque records
+//! in `metadata/journal.wal`, plus an atomic snapshot in
+//! `metadata/snapshot.bin` that lets the covered WAL prefix be compacted.
+//!
+//! `append` is synchronous and returns the record's sequence; records are
+//! buffered and written by `wait_durable`/`sync`, which group-commit: one
+//! write and one fsync cover every caller waiting at that moment. A failed
+//! write or fsync poisons the journal. `open` returns the snapshot (if any)
+//! and every valid record after it; see `replay` for torn tails and
+//! corruption. `write_snapshot` writes the snapshot (tmp, fsync, rename,
+//! fsync dir) and then rewrites the WAL without the covered prefix the same
+//! way, so a crash at any point leaves a consistent pair.
+
+mod format;
+mod replay;
+
+#[cfg(test)]
+mod tests;
+
+use std::cell::RefCell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use compio::BufResult;
+
+pub use format::{ENTRY_HEADER_SIZE, MAX_ENTRY_PAYLOAD_BYTES, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+
+use crate::error::{Result, StorageError, io_error};
+use crate::lock::AsyncLock;
+use crate::seam::{Storage, StorageFile, read_whole, write_atomically};
+
+pub const JOURNAL_FILE_NAME: &str = "journal.wal";
+pub const SNAPSHOT_FILE_NAME: &str = "snapshot.bin";
+
+/// One journal record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalRecord {
+    pub sequence: u64,
+    pub payload: Vec<u8>,
+}
+
+/// The latest snapshot: state as of `sequence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub sequence: u64,
+    pub payload: Vec<u8>,
+}
+
+/// What `open` found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JournalRecovery {
+    pub snapshot: Option<Snapshot>,
+    /// Records after the snapshot, in sequence order.
+    pub records: Vec<JournalRecord>,
+    /// `(position, dropped bytes, reason)` of a truncated torn tail.
+    pub truncated_tail: Option<(u64, u64, String)>,
+}
+
+#[derive(Debug)]
+struct JournalState<F> {
+    file: Rc<F>,
+    /// Bytes of whole entries in the file (the next write position).
+    end: u64,
+    pending: Vec<u8>,
+    last_sequence: u64,
+    written_sequence: u64,
+    durable_sequence: u64,
+    poison: Option<String>,
+}
+
+struct JournalInner<S: Storage> {
+    storage: S,
+    dir: PathBuf,
+    state: RefCell<JournalState<S::File>>,
+    io: AsyncLock,
+}
+
+/// The metadata journal; clones are handles to the same journal.
+pub struct Journal<S: Storage> {
+    inner: Rc<JournalInner<S>>,
+}
+
+impl<S: Storage> Clone for Journal<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Rc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S: Storage> Journal<S> {
+    /// Opens (creating if needed) the journal in `metadata_dir`.
+    pub async fn open(storage: S, metadata_dir: &Path) -> Result<(Self, JournalRecovery)> {
+        storage
+            .create_dir_all(metadata_dir)
+            .await
+            .map_err(io_error("create metadata directory", metadata_dir))?;
+        let snapshot = load_snapshot(&storage, metadata_dir).await?;
+        let path = metadata_dir.join(JOURNAL_FILE_NAME);
+        let exists = storage
+            .exists(&path)
+            .await
+            .map_err(io_error("stat journal", &path))?;
+        let file = if exists {
+            storage.open(&path).await
+        } else {
+            storage.create(&path).await
+        };
+        let file = file.map_err(io_error("open journal", &path))?;
+        let bytes = read_whole(&storage, &path)
+            .await
+            .map_err(io_error("read journal", &path))?
+            .unwrap_or_default();
+        let replayed = replay::replay(&bytes, &path)?;
+        let mut recovery = JournalRecovery {
+            snapshot,
+            ..JournalRecovery::default()
+        };
+        if replayed.valid_end < bytes.len() as u64 {
+            let dropped = bytes.len() as u64 - replayed.valid_end;
+            let reason = replayed.torn_reason.clone().unwrap_or_default();
+            tracing::warn!(file = %path.display(), position = replayed.valid_end, dropped, %reason, "truncating torn journal tail");
+            file.set_len(replayed.valid_end)
+                .await
+                .map_err(io_error("truncate journal", &path))?;
+            recovery.truncated_tail = Some((replayed.valid_end, dropped, reason));
+        }
+        file.sync_data()
+            .await
+            .map_err(io_error("fsync journal", &path))?;
+        storage
+            .sync_dir(metadata_dir)
+            .await
+            .map_err(io_error("fsync metadata directory", metadata_dir))?;
+        let snapshot_sequence = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
+        recovery.records = records_after(replayed.records, snapshot_sequence, &path)?;
+        let last_sequence = recovery
+            .records
+            .last()
+            .map_or(snapshot_sequence, |r| r.sequence);
+        let state = JournalState {
+            file: Rc::new(file),
+            end: replayed.valid_end,
+            pending: Vec::new(),
+            last_sequence,
+            written_sequence: last_sequence,
+            durable_sequence: last_sequence,
+            poison: None,
+        };
+        let inner = JournalInner {
+            storage,
+            dir: metadata_dir.to_path_buf(),
+            state: RefCell::new(state),
+            io: AsyncLock::default(),
+        };
+        Ok((
+            Self {
+                inner: Rc::new(inner),
+            },
+            recovery,
+        ))
+    }
+
+    fn path(&self) -> PathBuf {
+        self.inner.dir.join(JOURNAL_FILE_NAME)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &self.inner.state.borrow().poison {
+            Some(cause) => Err(StorageError::Poisoned {
+                dir: self.inner.dir.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, operation: &str, error: io::Error) -> StorageError {
+        let cause = format!("{operation} on {} failed: {error}", self.path().display());
+        let mut state = self.inner.state.borrow_mut();
+        if state.poison.is_none() {
+            tracing::error!(%cause, "metadata journal poisoned; it refuses writes from now on");
+            state.poison = Some(cause);
+        }
+        StorageError::Poisoned {
+            dir: self.inner.dir.clone(),
+            cause: state.poison.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Buffers one record and returns its sequence. Not durable until
+    /// `wait_durable(sequence)` returns.
+    pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        self.check_writable()?;
+        if payload.len() > MAX_ENTRY_PAYLOAD_BYTES {
+            let reason = format!(
+                "journal payload of {} bytes exceeds {MAX_ENTRY_PAYLOAD_BYTES}",
+                payload.len()
+            );
+            return Err(StorageError::InvalidOptions { reason });
+        }
+        let mut state = self.inner.state.borrow_mut();
+        state.last_sequence += 1;
+        let sequence = state.last_sequence;
+        format::encode_entry(sequence, payload, &mut state.pending);
+        Ok(sequence)
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.inner.state.borrow().last_sequence
+    }
+
+    /// The highest durable sequence (0 when none).
+    pub fn durable_sequence(&self) -> u64 {
+        self.inner.state.borrow().durable_sequence
+    }
+
+    /// Makes every record appended so far durable.
+    pub async fn sync(&self) -> Result<()> {
+        self.wait_durable(self.last_sequence()).await
+    }
+
+    /// Returns once `sequence` is written and fsynced; concurrent callers
+    /// share one write and one fsync.
+    pub async fn wait_durable(&self, sequence: u64) -> Result<()> {
+        assert!(
+            sequence <= self.last_sequence(),
+            "wait_durable({sequence}) for a record never appended"
+        );
+        if self.durable_sequence() >= sequence {
+            return Ok(());
+        }
+        let _io = self.inner.io.lock().await;
+        if self.durable_sequence() >= sequence {
+            return Ok(());
+        }
+        self.write_pending_locked().await?;
+        let (file, written) = {
+            let state = self.inner.state.borrow();
+            (Rc::clone(&state.file), state.written_sequence)
+        };
+        self.check_writable()?;
+        file.sync_data()
+            .await
+            .map_err(|error| self.poison("fsync", error))?;
+        let mut state = self.inner.state.borrow_mut();
+        state.durable_sequence = state.durable_sequence.max(written);
+        assert!(
+            state.durable_sequence >= sequence,
+            "a completed sync must cover the sequence"
+        );
+        Ok(())
+    }
+
+    /// Writes the pending buffer at the end of the file; the caller holds
+    /// the `io` lock.
+    async fn write_pending_locked(&self) -> Result<()> {
+        self.check_writable()?;
+        let (file, bytes, end, last) = {
+            let mut state = self.inner.state.borrow_mut();
+            let bytes = std::mem::take(&mut state.pending);
+            (
+                Rc::clone(&state.file),
+                bytes,
+                state.end,
+                state.last_sequence,
+            )
+        };
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let len = bytes.len() as u64;
+        let BufResult(written, _) = file.write_all_at(bytes, end).await;
+        written.map_err(|error| self.poison("write", error))?;
+        let mut state = self.inner.state.borrow_mut();
+        state.end = end + len;
+        state.written_sequence = last;
+        Ok(())
+    }
+
+    /// Stores a snapshot of the state as of `sequence` (which must be
+    /// durable or appended) and compacts the WAL prefix it covers.
+    pub async fn write_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
+        self.wait_durable(sequence).await?;
+        let _io = self.inner.io.lock().await;
+        self.check_writable()?;
+        let storage = &self.inner.storage;
+        let snapshot_path = self.inner.dir.join(SNAPSHOT_FILE_NAME);
+        let bytes = format::encode_snapshot(sequence, &payload);
+        write_atomically(storage, &snapshot_path, bytes)
+            .await
+            .map_err(|error| self.poison("snapshot write", error))?;
+        self.compact_locked(sequence).await
+    }
+
+    /// Rewrites the WAL without the entries up to `sequence`.
+    async fn compact_locked(&self, sequence: u64) -> Result<()> {
+        let path = self.path();
+        let (file, end) = {
+            let state = self.inner.state.borrow();
+            (Rc::clone(&state.file), state.end)
+        };
+        let len = usize::try_from(end)
+            .map_err(|error| self.poison("compaction", io::Error::other(error)))?;
+        let bytes = file
+            .read_exact_at(len, 0)
+            .await
+            .map_err(|error| self.poison("compaction read", error))?;
+        let replayed = replay::replay(&bytes, &path)?;
+        let keep_from = replayed
+            .records
+            .iter()
+            .take_while(|r| r.sequence <= sequence)
+            .map(|r| ENTRY_HEADER_SIZE + r.payload.len())
+            .sum::<usize>();
+        let kept = bytes[keep_from..].to_vec();
+        let kept_len = kept.len() as u64;
+        write_atomically(&self.inner.storage, &path, kept)
+            .await
+            .map_err(|error| self.poison("compaction write", error))?;
+        let new_file = self
+            .inner
+            .storage
+            .open(&path)
+            .await
+            .map_err(|error| self.poison("compaction reopen", error))?;
+        let mut state = self.inner.state.borrow_mut();
+        state.file = Rc::new(new_file);
+        state.end = kept_len;
+        Ok(())
+    }
+}
+
+async fn load_snapshot<S: Storage>(storage: &S, dir: &Path) -> Result<Option<Snapshot>> {
+    let path = dir.join(SNAPSHOT_FILE_NAME);
+    let Some(bytes) = read_whole(storage, &path)
+        .await
+        .map_err(io_error("read snapshot", &path))?
+    else {
+        return Ok(None);
+    };
+    let (sequence, payload) =
+        format::decode_snapshot(&bytes).map_err(|reason| StorageError::Corrupt {
+            file: path.clone(),
+            position: 0,
+            reason,
+        })?;
+    Ok(Some(Snapshot { sequence, payload }))
+}
+
+/// The records after the snapshot; they must continue it without a gap.
+fn records_after(
+    records: Vec<JournalRecord>,
+    snapshot_sequence: u64,
+    path: &Path,
+) -> Result<Vec<JournalRecord>> {
+    let after: Vec<JournalRecord> = records
+        .into_iter()
+        .filter(|r| r.sequence > snapshot_sequence)
+        .collect();
+    match after.first() {
+        Some(first) if first.sequence != snapshot_sequence + 1 => Err(StorageError::Corrupt {
+            file: path.to_path_buf(),
+            position: 0,
+            reason: format!(
+                "journal resumes at sequence {} but the snapshot ends at {snapshot_sequence}",
+                first.sequence
+            ),
+        }),
+        _ => Ok(after),
+    }
+}

@@ -1,0 +1,216 @@
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::seam::{CrashMode, SimFaults, SimStorage};
+
+const CRASH_TRIALS: u64 = 150;
+
+fn dir() -> &'static Path {
+    Path::new("/data/metadata")
+}
+
+fn payload(sequence: u64) -> Vec<u8> {
+    format!("operation {sequence}").into_bytes()
+}
+
+async fn open(storage: &SimStorage) -> (Journal<SimStorage>, JournalRecovery) {
+    Journal::open(storage.clone(), dir())
+        .await
+        .expect("open journal")
+}
+
+#[compio::test]
+async fn given_synced_records_when_reopening_should_replay_them_in_order() {
+    let storage = SimStorage::new();
+    let (journal, recovery) = open(&storage).await;
+    assert_eq!(recovery, JournalRecovery::default());
+    for expected in 1..=5 {
+        assert_eq!(journal.append(&payload(expected)).unwrap(), expected);
+    }
+    journal.sync().await.unwrap();
+    let (journal, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3, 4, 5]);
+    assert_eq!(recovery.records[2].payload, payload(3));
+    assert_eq!(journal.append(b"next").unwrap(), 6);
+}
+
+#[compio::test]
+async fn given_concurrent_waiters_should_share_fsyncs() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    let before = storage.syncs_done();
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let journal = journal.clone();
+            compio::runtime::spawn(async move {
+                let sequence = journal.append(b"op").unwrap();
+                journal.wait_durable(sequence).await.unwrap();
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(journal.durable_sequence(), 10);
+    assert!(storage.syncs_done() - before < 10);
+}
+
+#[compio::test]
+async fn given_corruption_before_valid_entries_when_opening_should_refuse_with_position() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for sequence in 1..=3 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.sync().await.unwrap();
+    let path = dir().join(JOURNAL_FILE_NAME);
+    let mut bytes = storage.file_bytes(&path).unwrap();
+    let second = ENTRY_HEADER_SIZE + payload(1).len();
+    bytes[second + ENTRY_HEADER_SIZE] ^= 1;
+    storage.overwrite_durably(&path, bytes).unwrap();
+    let error = Journal::open(storage.clone(), dir())
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(&error, StorageError::Corrupt { file, position, .. } if *file == path && *position == second as u64),
+        "{error}"
+    );
+}
+
+#[compio::test]
+async fn given_snapshot_when_reopening_should_return_it_and_the_records_after_it() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for sequence in 1..=10 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    let path = dir().join(JOURNAL_FILE_NAME);
+    journal
+        .write_snapshot(6, b"state@6".to_vec())
+        .await
+        .unwrap();
+    let compacted = storage.file_bytes(&path).unwrap().len();
+    assert_eq!(
+        compacted,
+        (7..=10)
+            .map(|s| ENTRY_HEADER_SIZE + payload(s).len())
+            .sum::<usize>()
+    );
+    journal.append(&payload(11)).unwrap();
+    journal.sync().await.unwrap();
+    let (journal, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    assert_eq!(
+        recovery.snapshot,
+        Some(Snapshot {
+            sequence: 6,
+            payload: b"state@6".to_vec()
+        })
+    );
+    assert_eq!(
+        recovery
+            .records
+            .iter()
+            .map(|r| r.sequence)
+            .collect::<Vec<_>>(),
+        [7, 8, 9, 10, 11]
+    );
+    assert_eq!(journal.append(b"x").unwrap(), 12);
+}
+
+#[compio::test]
+async fn given_failed_fsync_should_poison_the_journal() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    let sequence = journal.append(b"op").unwrap();
+    storage.set_faults(SimFaults {
+        fail_next_sync: true,
+        ..SimFaults::default()
+    });
+    assert!(matches!(
+        journal.wait_durable(sequence).await,
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert!(matches!(
+        journal.append(b"op"),
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert!(matches!(
+        journal.sync().await,
+        Err(StorageError::Poisoned { .. })
+    ));
+}
+
+/// Appends, syncs and snapshots until the simulated crash; returns the
+/// highest acknowledged-durable sequence.
+async fn run_until_crash(storage: &SimStorage, rng: &mut StdRng) -> u64 {
+    let Ok((journal, _)) = Journal::open(storage.clone(), dir()).await else {
+        return 0;
+    };
+    let durable = Rc::new(RefCell::new(0u64));
+    for _ in 0..60 {
+        let Ok(sequence) = journal.append(&payload(journal.last_sequence() + 1)) else {
+            break;
+        };
+        let outcome = match rng.random_range(0..10) {
+            0..5 => journal.wait_durable(sequence).await,
+            5 => journal.write_snapshot(sequence, payload(sequence)).await,
+            _ => Ok(()),
+        };
+        match outcome {
+            Ok(()) if journal.durable_sequence() >= sequence => *durable.borrow_mut() = sequence,
+            Ok(()) => {}
+            Err(_) => break,
+        }
+    }
+    durable.take()
+}
+
+#[compio::test]
+async fn given_crash_after_nth_sync_when_reopening_should_keep_every_durable_record() {
+    for trial in 0..CRASH_TRIALS {
+        let mut rng = StdRng::seed_from_u64(trial);
+        let storage = SimStorage::new();
+        let point = Some(rng.random_range(1..60));
+        let faults = if rng.random_bool(0.5) {
+            SimFaults {
+                crash_after_syncs: point,
+                ..SimFaults::default()
+            }
+        } else {
+            SimFaults {
+                crash_after_writes: point,
+                ..SimFaults::default()
+            }
+        };
+        storage.set_faults(faults);
+        let durable = run_until_crash(&storage, &mut rng).await;
+        let rebooted = storage.crash(CrashMode::Torn { seed: trial });
+        let (_, recovery) = Journal::open(rebooted, dir())
+            .await
+            .unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+        let covered = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
+        if let Some(snapshot) = &recovery.snapshot {
+            assert_eq!(snapshot.payload, payload(snapshot.sequence));
+        }
+        for (index, record) in recovery.records.iter().enumerate() {
+            assert_eq!(
+                record.sequence,
+                covered + 1 + index as u64,
+                "trial {trial}: sequences continue the snapshot"
+            );
+            assert_eq!(record.payload, payload(record.sequence), "trial {trial}");
+        }
+        let last = recovery.records.last().map_or(covered, |r| r.sequence);
+        assert!(
+            last >= durable,
+            "trial {trial}: durable record {durable} lost (recovered up to {last})"
+        );
+    }
+}
