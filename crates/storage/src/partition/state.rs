@@ -24,6 +24,8 @@ pub struct Segment<F> {
     /// Bytes written to the `.log` file (the next write position).
     pub size_bytes: u64,
     pub index_size_bytes: u64,
+    /// Encoded index entries not yet written to the `.index` file.
+    pub pending_index: Vec<u8>,
     pub messages: u64,
     /// Base timestamp of the newest batch (0 when empty).
     pub max_timestamp: u64,
@@ -44,6 +46,7 @@ impl<F> Segment<F> {
             last_offset: None,
             size_bytes: 0,
             index_size_bytes: 0,
+            pending_index: Vec::new(),
             messages: 0,
             max_timestamp: 0,
             index: Vec::new(),
@@ -217,12 +220,7 @@ impl<F> LogState<F> {
     }
 
     /// Records that `chunk` is now in the active segment's files.
-    pub fn apply_flushed_chunk(
-        &mut self,
-        chunk: &FlushChunk,
-        index_written: bool,
-        cache_limit_bytes: u64,
-    ) {
+    pub fn apply_flushed_chunk(&mut self, chunk: &FlushChunk, cache_limit_bytes: u64) {
         let count = chunk.buffers.len();
         assert!(
             count > 0 && count <= self.unwritten_batches,
@@ -247,9 +245,9 @@ impl<F> LogState<F> {
         segment.messages += chunk.messages;
         segment.max_timestamp = chunk.last_timestamp;
         segment.unsynced = true;
-        if index_written {
-            segment.index_size_bytes += super::index::INDEX_ENTRY_SIZE as u64;
-        }
+        segment
+            .pending_index
+            .extend_from_slice(&chunk.first.encode());
         push_sparse(&mut segment.index, chunk.first);
         self.evict_cache(cache_limit_bytes);
     }

@@ -24,6 +24,8 @@ use crate::seam::{Storage, StorageFile};
 /// Renew the offset reservation when fewer than `reservation / DIVISOR`
 /// reserved offsets remain.
 const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
+/// Buffered index bytes that trigger an index write (170 entries).
+const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
 
 impl<S: Storage> PartitionLog<S> {
     /// Called after every append: starts a background flush when a flush
@@ -104,7 +106,7 @@ impl<S: Storage> PartitionLog<S> {
     pub(super) async fn flush_locked(&self) -> Result<()> {
         loop {
             self.check_writable()?;
-            let (mut chunk, log, index_file, log_path, index_position) = {
+            let (mut chunk, log, log_path) = {
                 let state = self.state();
                 let Some(chunk) = state.plan_flush_chunk(self.inner.options.segment_size_bytes)
                 else {
@@ -112,35 +114,51 @@ impl<S: Storage> PartitionLog<S> {
                 };
                 let active = state.active();
                 assert!(!active.sealed, "the active segment is never sealed");
-                let files = (
-                    Rc::clone(&active.log),
-                    Rc::clone(&active.index_file),
-                    active.log_path.clone(),
-                );
-                (chunk, files.0, files.1, files.2, active.index_size_bytes)
+                (chunk, Rc::clone(&active.log), active.log_path.clone())
             };
             let buffers = std::mem::take(&mut chunk.buffers);
             let BufResult(written, buffers) =
                 log.write_vectored_all_at(buffers, chunk.position).await;
             chunk.buffers = buffers;
             written.map_err(|error| self.poison("segment write", &log_path, error))?;
-            let BufResult(indexed, _) = index_file
-                .write_all_at(chunk.first.encode(), index_position)
-                .await;
-            indexed.map_err(|error| {
-                self.poison(
-                    "index write",
-                    &log_path.with_extension(INDEX_EXTENSION),
-                    error,
-                )
-            })?;
             let rolls = chunk.rolls;
             self.state_mut()
-                .apply_flushed_chunk(&chunk, true, self.inner.options.cache_size_bytes);
+                .apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
+            self.write_index_locked(rolls).await?;
             if rolls {
                 self.roll_locked(chunk.last_offset + 1).await?;
             }
         }
+    }
+
+    /// Writes the active segment's buffered index entries once they fill
+    /// `INDEX_WRITE_BATCH_BYTES`, or always with `force` (rollover, close).
+    /// Entries are batched because the index is a hint: recovery rebuilds
+    /// entries lost in a crash, and skipping a write per flush saves an I/O
+    /// round trip on every durable append.
+    pub(super) async fn write_index_locked(&self, force: bool) -> Result<()> {
+        let (file, bytes, position, path) = {
+            let mut state = self.state_mut();
+            let active = state.active_mut();
+            if active.pending_index.is_empty()
+                || (!force && active.pending_index.len() < INDEX_WRITE_BATCH_BYTES)
+            {
+                return Ok(());
+            }
+            let bytes = std::mem::take(&mut active.pending_index);
+            let path = active.log_path.with_extension(INDEX_EXTENSION);
+            (
+                Rc::clone(&active.index_file),
+                bytes,
+                active.index_size_bytes,
+                path,
+            )
+        };
+        let len = bytes.len() as u64;
+        let BufResult(written, _) = file.write_all_at(bytes, position).await;
+        written.map_err(|error| self.poison("index write", &path, error))?;
+        self.state_mut().active_mut().index_size_bytes += len;
+        Ok(())
     }
 
     /// Seals the active segment and starts a new one at `start_offset`.
@@ -220,6 +238,7 @@ impl<S: Storage> PartitionLog<S> {
     pub async fn close(&self) -> Result<()> {
         let _io = self.inner.io.lock().await;
         self.flush_locked().await?;
+        self.write_index_locked(true).await?;
         self.sync_locked().await?;
         let next_offset = self.state().next_offset;
         self.state_mut().closed = true;
