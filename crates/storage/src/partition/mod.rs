@@ -264,7 +264,9 @@ impl<S: Storage> PartitionLog<S> {
         self.state().next_offset
     }
 
-    /// The highest offset known durable (written and fsynced), if any.
+    /// The durable frontier: every message with an offset at or below it
+    /// is written and fsynced. After a restart that skipped reserved
+    /// offsets it may name an offset that holds no message.
     pub fn durable_offset(&self) -> Option<u64> {
         self.state().durable_end.checked_sub(1)
     }

@@ -265,18 +265,7 @@ async fn recover_segment<S: Storage>(
             reason,
         });
     }
-    let index_ok = stored
-        .as_ref()
-        .is_some_and(|bytes| bytes.len() == scan.valid_index_entries * INDEX_ENTRY_SIZE);
-    let index_file = if index_ok && tail_is_indexed(&scan) {
-        storage
-            .open(&index_path)
-            .await
-            .map_err(io_error("open index", &index_path))?
-    } else {
-        report.indexes_rebuilt.push(index_path.clone());
-        rebuild_index(storage, &index_path, &scan).await?
-    };
+    let index_file = recover_index(storage, &index_path, stored.as_deref(), &scan, report).await?;
     let index_size_bytes = index_file
         .size_bytes()
         .await
@@ -290,6 +279,27 @@ async fn recover_segment<S: Storage>(
     segment.max_timestamp = scan.max_timestamp;
     segment.index = scan.memory_index;
     Ok(segment)
+}
+
+/// Keeps the stored index when every entry matches the log and it covers
+/// the tail well enough; otherwise rebuilds it.
+async fn recover_index<S: Storage>(
+    storage: &S,
+    index_path: &Path,
+    stored: Option<&[u8]>,
+    scan: &ScannedSegment,
+    report: &mut RecoveryReport,
+) -> Result<S::File> {
+    let entries_valid =
+        stored.is_some_and(|bytes| bytes.len() == scan.valid_index_entries * INDEX_ENTRY_SIZE);
+    if entries_valid && tail_is_indexed(scan) {
+        return storage
+            .open(index_path)
+            .await
+            .map_err(io_error("open index", index_path));
+    }
+    report.indexes_rebuilt.push(index_path.to_path_buf());
+    rebuild_index(storage, index_path, scan).await
 }
 
 fn tail_is_indexed(scan: &ScannedSegment) -> bool {
