@@ -1,5 +1,37 @@
-//! iggy-server entry point.
+//! `iggy-server`: parse flags, then run the boot sequence (see `boot`).
 
-fn main() {
-    println!("iggy-server");
+mod args;
+mod boot;
+mod handlers;
+mod node;
+mod session;
+mod shard;
+mod transport;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = match args::parse(std::env::args_os().skip(1)) {
+        Ok(args::Parsed::Run(args)) => args,
+        Ok(args::Parsed::Help) => {
+            print!("{}", args::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Ok(args::Parsed::Version) => {
+            println!("iggy-server {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("iggy-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match boot::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("start-up failed: {e:#}");
+            eprintln!("iggy-server: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,212 @@
+//! The start-up sequence, told in order. Each step lives in a leaf module;
+//! this file only says what happens when.
+//!
+//!  1. Environment: the process environment plus `.env`; the
+//!     `--with-default-root-credentials` flag fills in missing root variables.
+//!  2. Configuration: defaults, file, environment; validated once.
+//!  3. Root credentials are resolved (before any thread starts).
+//!  4. `--fresh` wipes the data directory (and nothing else ever does).
+//!  5. The data directory is initialised or its format marker checked;
+//!     an incompatible directory is refused before anything in it changes.
+//!  6. Logging starts (stdout and `<data>/logs/`).
+//!  7. The runtime directory is recreated.
+//!  8. Metadata is recovered from the journal; the root user is created
+//!     when there are no users.
+//!  9. Listeners are bound; shards start and shard 0 serves the listeners.
+//! 10. The runtime dump is written with the bound addresses: ready.
+//! 11. SIGINT/SIGTERM: stop accepting, drain, flush, exit 0.
+
+pub mod data_dir;
+pub mod logging;
+pub mod metadata;
+pub mod root_credentials;
+pub mod runtime_dump;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use tracing::{info, warn};
+
+use crate::args::Args;
+use crate::shard::plan;
+use crate::shard::{Limits, ShardOptions, ShardSet};
+use crate::transport::{self, BoundAddresses, ListenerConfig, ListenerPlan};
+use server::config::{self, ConfigSources, NumaTopology, SYSFS_SYSTEM_ROOT, ServerConfig};
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let (env, mut notes) = collect_environment(&args, &cwd)?;
+    let loaded = config::load(&ConfigSources {
+        env: env.clone(),
+        cwd: cwd.clone(),
+    })
+    .map_err(anyhow::Error::msg)?;
+    notes.extend(
+        loaded
+            .validate(args.replica_id)
+            .map_err(anyhow::Error::msg)?,
+    );
+    let config = &loaded.config;
+    let root = root_credentials::resolve(&env, config.cluster.enabled)?;
+
+    let data = cwd.join(&config.system.path);
+    let wiped = args.fresh && data_dir::wipe(&data)?;
+    let prepared = data_dir::prepare(&data)?;
+    let log_file = start_logging(config, &data, &env)?;
+    info!(version = env!("CARGO_PKG_VERSION"), data = %data.display(), ?prepared, log_file = ?log_file, "starting iggy-server");
+    if wiped {
+        warn!(
+            "--fresh: deleted the data directory {} before start-up",
+            data.display()
+        );
+    }
+    notes.extend(loaded.warnings.iter().cloned());
+    notes.iter().for_each(|note| warn!("{note}"));
+    loaded.applied_env.iter().for_each(|line| info!("{line}"));
+
+    let runtime_dir = data.join(&config.system.runtime.path);
+    runtime_dump::recreate_dir(&runtime_dir).with_context(|| {
+        format!(
+            "cannot recreate the runtime directory {}",
+            runtime_dir.display()
+        )
+    })?;
+    let recovered = metadata::recover(&data, &root)?;
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let (listeners, bound) = transport::bind(&listener_plan(&config))?;
+    let options = shard_options(&config, &data, recovered)?;
+    let mut shards = ShardSet::start(options, listeners, &bound)?;
+    let dump = runtime_dump::write(&runtime_dir, &dump_contents(&config, &bound))
+        .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
+    info!(dump = %dump.display(), tcp = ?bound.tcp, "server ready");
+
+    let signal = signals.forever().next().unwrap_or(SIGTERM);
+    info!(signal, "shutting down");
+    let clean = shards.shutdown();
+    info!(clean, "stopped");
+    Ok(())
+}
+
+/// The process environment plus `.env`, with the root-credentials flag
+/// applied. Also returns notes to log once logging is up.
+fn collect_environment(
+    args: &Args,
+    cwd: &Path,
+) -> anyhow::Result<(Vec<(String, String)>, Vec<String>)> {
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    config::load_dotenv(&mut env, cwd).map_err(anyhow::Error::msg)?;
+    let mut notes = Vec::new();
+    if args.with_default_root_credentials
+        && let Some(note) = root_credentials::apply_default_flag(&mut env)
+    {
+        notes.push(note);
+    }
+    Ok((env, notes))
+}
+
+fn start_logging(
+    config: &ServerConfig,
+    data: &Path,
+    env: &[(String, String)],
+) -> anyhow::Result<Option<PathBuf>> {
+    let logging = &config.system.logging;
+    let file_dir = logging.file_enabled.then(|| data.join(&logging.path));
+    let rust_log = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "RUST_LOG")
+        .map(|(_, v)| v.as_str());
+    Ok(logging::init(&logging::LoggingOptions {
+        level: &logging.level,
+        rust_log,
+        file_dir: file_dir.as_deref(),
+    })?)
+}
+
+fn shard_options(
+    config: &ServerConfig,
+    data: &Path,
+    recovered: metadata::Recovered,
+) -> anyhow::Result<ShardOptions> {
+    let sharding = &config.system.sharding;
+    let allowed: Vec<usize> = plan::allowed_cpus().into_iter().collect();
+    let topology = NumaTopology::read(Path::new(SYSFS_SYSTEM_ROOT));
+    let cpus = sharding
+        .cpu_allocation
+        .resolve(&allowed, topology.as_ref(), sharding.pin_cores)
+        .map_err(|e| anyhow::anyhow!("system.sharding.cpu_allocation: {e}"))?;
+    Ok(ShardOptions {
+        specs: plan::specs(&cpus, sharding.pin_cores),
+        data_path: data.to_owned(),
+        limits: Limits {
+            max_tokens_per_user: config.personal_access_token.max_tokens_per_user,
+            clients_table_max: config.metadata.clients_table_max as usize,
+            validate_checksum_on_read: config.system.partition.validate_checksum,
+        },
+        metadata: recovered.state,
+        metadata_commit: recovered.commit,
+        journal_path: data.join(metadata::METADATA_DIR),
+        inbox_capacity: sharding.inbox_capacity,
+        frame_max_bytes: usize::try_from(config.message_bus.max_message_size.as_bytes())
+            .unwrap_or(usize::MAX),
+        drain_timeout: Duration::from(sharding.shutdown_drain_timeout),
+        join_timeout: Duration::from(sharding.shutdown_join_timeout),
+    })
+}
+
+fn listener_plan(config: &ServerConfig) -> ListenerPlan {
+    ListenerPlan {
+        tcp: ListenerConfig {
+            enabled: config.tcp.enabled,
+            address: config.tcp.address,
+        },
+        http: ListenerConfig {
+            enabled: config.http.enabled,
+            address: config.http.address,
+        },
+        quic: ListenerConfig {
+            enabled: config.quic.enabled,
+            address: config.quic.address,
+        },
+        websocket: ListenerConfig {
+            enabled: config.websocket.enabled,
+            address: config.websocket.address,
+        },
+    }
+}
+
+/// The effective configuration: bound addresses replace configured ones, and
+/// a transport that is not served is reported as disabled.
+fn dump_contents(config: &ServerConfig, bound: &BoundAddresses) -> String {
+    let mut effective = config.clone();
+    let apply = |enabled: &mut bool,
+                 address: &mut std::net::SocketAddr,
+                 bound: Option<std::net::SocketAddr>| match bound {
+        Some(addr) => *address = addr,
+        None => *enabled = false,
+    };
+    apply(
+        &mut effective.tcp.enabled,
+        &mut effective.tcp.address,
+        bound.tcp,
+    );
+    apply(
+        &mut effective.http.enabled,
+        &mut effective.http.address,
+        bound.http,
+    );
+    apply(
+        &mut effective.quic.enabled,
+        &mut effective.quic.address,
+        bound.quic,
+    );
+    apply(
+        &mut effective.websocket.enabled,
+        &mut effective.websocket.address,
+        bound.websocket,
+    );
+    effective.to_runtime_toml()
+}

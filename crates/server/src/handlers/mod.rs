@@ -1,0 +1,141 @@
+//! Command handlers: one module per command family. `dispatch` decodes the
+//! body for the command code and calls the handler; handlers read this
+//! shard's metadata replica, submit metadata operations to the committer, or
+//! call the shard that owns a partition.
+
+mod convert;
+mod groups;
+mod messages;
+mod streams;
+mod system;
+mod topics;
+mod users;
+mod write;
+
+use protocol::header::RequestHeader;
+use protocol::reply::ReplyBuilder;
+use protocol::requests::Request;
+use protocol::{CommandCode, ErrorCode};
+
+use crate::session::{Bound, Reply, Session};
+
+/// What every handler gets.
+pub struct Call<'s> {
+    pub session: &'s mut Session,
+    pub bound: Bound,
+    pub header: &'s RequestHeader,
+    /// Overrides the echoed operation of the reply (DeleteSegments).
+    pub reply_operation: Option<protocol::header::Operation>,
+}
+
+impl Call<'_> {
+    pub fn builder(&self) -> ReplyBuilder {
+        let builder = ReplyBuilder::for_request(self.header).op(self.bound.session);
+        match self.reply_operation {
+            Some(operation) => builder.operation(operation),
+            None => builder,
+        }
+    }
+
+    /// A successful raw (or result-framed, by operation) reply.
+    pub fn ok(&self, payload: &[u8]) -> Reply {
+        Reply::frame(self.builder().success(payload))
+    }
+
+    /// A status denial with an empty body.
+    pub fn deny(&self, code: ErrorCode) -> Reply {
+        Reply::frame(self.builder().denial(code))
+    }
+
+    pub fn node(&self) -> &crate::node::Node {
+        &self.session.shard.node
+    }
+
+    pub fn user(&self) -> engine::metadata::UserId {
+        engine::metadata::UserId(self.bound.user_id)
+    }
+}
+
+pub async fn dispatch(
+    session: &mut Session,
+    bound: Bound,
+    header: &RequestHeader,
+    code: CommandCode,
+    body: &[u8],
+) -> Reply {
+    let call = Call {
+        session,
+        bound,
+        header,
+        reply_operation: None,
+    };
+    let request = match Request::decode(code, body) {
+        Ok(request) => request,
+        Err(e) => {
+            tracing::debug!(code = code.as_u32(), "undecodable request body: {e}");
+            return call.deny(ErrorCode::InvalidCommand);
+        }
+    };
+    route(call, request, body).await
+}
+
+async fn route(call: Call<'_>, request: Request<'_>, body: &[u8]) -> Reply {
+    use Request as R;
+    match request {
+        R::Ping => call.ok(&[]),
+        R::GetStats => system::stats(&call),
+        R::GetClusterMetadata => system::cluster_metadata(&call),
+        R::GetMe => system::me(&call),
+        R::GetClient(r) => system::client(&call, r.client_id),
+        R::GetClients => system::clients(&call),
+        R::DescribeOptions(r) => system::describe_options(&call, r.scope),
+        R::GetSnapshot(_) => call.deny(ErrorCode::FeatureUnavailable),
+        R::AttachConsumerSession(_)
+        | R::GetPollRouting(_)
+        | R::PollMessagesOnPrimary(_)
+        | R::GetConsumerOffsetRouting(_) => {
+            // Cluster routing only; a single node lists one node, so the SDK
+            // never sends these to it.
+            call.deny(ErrorCode::InvalidCommand)
+        }
+        R::GetStream(r) => streams::get(&call, r.stream_id),
+        R::GetStreams => streams::list(&call),
+        R::CreateStream(r) => streams::create(call, r).await,
+        R::UpdateStream(r) => streams::update(call, r).await,
+        R::DeleteStream(r) => streams::delete(call, r.stream_id).await,
+        R::PurgeStream(r) => streams::purge(call, r.stream_id).await,
+        R::GetTopic(r) => topics::get(&call, &r),
+        R::GetTopics(r) => topics::list(&call, r.stream_id),
+        R::CreateTopic(r) => topics::create(call, r).await,
+        R::UpdateTopic(r) => topics::update(call, r).await,
+        R::DeleteTopic(r) => topics::delete(call, r).await,
+        R::PurgeTopic(r) => topics::purge(call, r).await,
+        R::CreatePartitions(r) => topics::create_partitions(call, r).await,
+        R::DeletePartitions(r) => topics::delete_partitions(call, r).await,
+        R::DeleteSegments(r) => topics::delete_segments(call, r).await,
+        R::GetUser(r) => users::get(&call, r.user_id),
+        R::GetUsers => users::list(&call),
+        R::CreateUser(r) => users::create(call, r).await,
+        R::UpdateUser(r) => users::update(call, r).await,
+        R::DeleteUser(r) => users::delete(call, r.user_id).await,
+        R::UpdatePermissions(r) => users::update_permissions(call, r).await,
+        R::ChangePassword(r) => users::change_password(call, r).await,
+        R::GetPersonalAccessTokens => users::list_tokens(&call),
+        R::CreatePersonalAccessToken(r) => users::create_token(call, r).await,
+        R::DeletePersonalAccessToken(r) => users::delete_token(call, r).await,
+        R::GetConsumerGroup(r) => groups::get(&call, &r),
+        R::GetConsumerGroups(r) => groups::list(&call, &r),
+        R::CreateConsumerGroup(r) => groups::create(call, r).await,
+        R::DeleteConsumerGroup(r) => groups::delete(call, r).await,
+        R::JoinConsumerGroup(r) => groups::join(call, r).await,
+        R::LeaveConsumerGroup(r) => groups::leave(call, r).await,
+        R::SyncConsumerGroup(r) => groups::sync(&call, &r),
+        R::SendMessages(r) => messages::send(call, r, body).await,
+        R::PollMessages(r) => messages::poll(call, r).await,
+        R::FlushUnsavedBuffer(r) => messages::flush(call, r).await,
+        R::GetConsumerOffset(r) => messages::get_offset(call, r).await,
+        R::StoreConsumerOffset(r) => messages::store_offset(call, r).await,
+        R::DeleteConsumerOffset(r) => messages::delete_offset(call, r).await,
+        R::Login(_) | R::Logout | R::LegacyLogin => call.deny(ErrorCode::InvalidCommand),
+    }
+}

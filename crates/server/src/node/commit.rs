@@ -1,0 +1,178 @@
+//! The metadata commit pipeline on shard 0.
+//!
+//! Submissions queue in arrival order. One task drains the queue: it applies
+//! each operation to shard 0's replica (a rejection changes nothing and is
+//! answered at once), appends the durable ones to the journal, syncs the
+//! journal once for the whole drained batch (group commit), then numbers,
+//! broadcasts and answers them in order. A journal that cannot be written or
+//! synced stops the process: metadata acknowledged without being durable
+//! would be a lie, and there is no safe way to continue.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crossfire::oneshot::{RxOneshot, TxOneshot, oneshot};
+use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, OpKind};
+use tracing::error;
+
+use super::Node;
+use crate::shard::ShardMessage;
+use storage::RealStorage;
+use storage::journal::Journal;
+
+/// What the committer answers a submission with.
+#[derive(Debug)]
+pub struct CommitResult {
+    pub outcome: Result<ApplyOutcome, MetadataError>,
+    /// The commit number after this operation (the current one on rejection).
+    pub commit: u64,
+}
+
+type Submission = (MetadataOp, TxOneshot<CommitResult>);
+
+pub struct Committer {
+    queue: RefCell<VecDeque<Submission>>,
+    wake: RefCell<Option<TxOneshot<()>>>,
+    journal: Journal<RealStorage>,
+}
+
+/// Ephemeral operations belong to live connections and are not journaled.
+pub fn is_durable(kind: &OpKind) -> bool {
+    !matches!(
+        kind,
+        OpKind::RegisterClient { .. }
+            | OpKind::UnregisterClient { .. }
+            | OpKind::JoinConsumerGroup { .. }
+            | OpKind::LeaveConsumerGroup { .. }
+            | OpKind::CompleteRevocation { .. }
+    )
+}
+
+impl Committer {
+    /// Opens the journal in `metadata_dir` for appending (boot replayed it).
+    pub async fn open(metadata_dir: &std::path::Path) -> anyhow::Result<Self> {
+        let (journal, _) = Journal::open(RealStorage, metadata_dir)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot open the metadata journal in {}: {e}",
+                    metadata_dir.display()
+                )
+            })?;
+        Ok(Self {
+            queue: RefCell::new(VecDeque::new()),
+            wake: RefCell::new(None),
+            journal,
+        })
+    }
+
+    pub async fn close(&self) {
+        if let Err(e) = self.journal.sync().await {
+            error!("final sync of the metadata journal failed: {e}");
+        }
+    }
+
+    pub fn enqueue(&self, op: MetadataOp) -> RxOneshot<CommitResult> {
+        let (tx, rx) = oneshot();
+        self.queue.borrow_mut().push_back((op, tx));
+        if let Some(wake) = self.wake.borrow_mut().take() {
+            wake.send(());
+        }
+        rx
+    }
+
+    /// The drain loop; runs for the life of shard 0.
+    pub async fn run(node: Rc<Node>) {
+        let committer = node
+            .committer
+            .as_ref()
+            .expect("the committer runs on shard 0");
+        loop {
+            let batch: Vec<Submission> = committer.queue.borrow_mut().drain(..).collect();
+            if batch.is_empty() {
+                let (tx, rx) = oneshot();
+                *committer.wake.borrow_mut() = Some(tx);
+                if !committer.queue.borrow().is_empty() {
+                    continue;
+                }
+                if rx.await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            committer.commit_batch(&node, batch).await;
+        }
+    }
+
+    async fn commit_batch(&self, node: &Rc<Node>, batch: Vec<Submission>) {
+        let mut applied = Vec::with_capacity(batch.len());
+        let mut journaled = false;
+        for (op, reply) in batch {
+            match node.apply_local(&op) {
+                Err(e) => reply.send(CommitResult {
+                    outcome: Err(e),
+                    commit: node.metadata_commit(),
+                }),
+                Ok(outcome) => {
+                    if is_durable(&op.kind) {
+                        self.append(&op).await;
+                        journaled = true;
+                    }
+                    applied.push((op, outcome, reply));
+                }
+            }
+        }
+        if journaled {
+            self.sync().await;
+        }
+        for (op, outcome, reply) in applied {
+            let commit = node.ctx.next_commit();
+            broadcast(node, Arc::new(op), commit).await;
+            node.mark_applied(commit);
+            node.on_applied(&outcome).await;
+            reply.send(CommitResult {
+                outcome: Ok(outcome),
+                commit,
+            });
+        }
+    }
+
+    async fn append(&self, op: &MetadataOp) {
+        let mut bytes = Vec::with_capacity(128);
+        op.encode(&mut bytes);
+        if let Err(e) = self.journal.append(&bytes) {
+            fatal(&format!("cannot append to the metadata journal: {e}"));
+        }
+    }
+
+    async fn sync(&self) {
+        if let Err(e) = self.journal.sync().await {
+            fatal(&format!("cannot sync the metadata journal: {e}"));
+        }
+    }
+}
+
+async fn broadcast(node: &Rc<Node>, op: Arc<MetadataOp>, commit: u64) {
+    for shard in 0..node.ctx.shard_count {
+        if shard == usize::from(node.shard_id) {
+            continue;
+        }
+        node.ctx
+            .send(
+                shard,
+                ShardMessage::MetadataApplied {
+                    op: op.clone(),
+                    commit,
+                },
+            )
+            .await;
+    }
+}
+
+fn fatal(message: &str) -> ! {
+    error!("{message}; stopping the server");
+    eprintln!("iggy-server: fatal: {message}");
+    std::process::exit(70)
+}

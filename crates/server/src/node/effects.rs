@@ -1,0 +1,186 @@
+//! What an applied metadata operation means for the partitions this shard
+//! owns: logs to create, delete, purge or trim. Every shard runs this for
+//! every committed operation, in commit order, and touches only its own
+//! partitions.
+
+use engine::metadata::ApplyOutcome;
+use engine::metadata::topic::options::TopicOptions;
+use tracing::error;
+
+use super::Node;
+use super::partitions::PartitionAddr;
+
+impl Node {
+    pub(crate) async fn on_applied(&self, outcome: &ApplyOutcome) {
+        use ApplyOutcome as A;
+        match outcome {
+            A::TopicCreated {
+                stream,
+                topic,
+                partitions_count,
+            } => {
+                self.create_partitions(stream.0, topic.0, 0, *partitions_count)
+                    .await;
+            }
+            A::PartitionsCreated {
+                stream,
+                topic,
+                first,
+                count,
+            } => {
+                self.create_partitions(stream.0, topic.0, first.0, *count)
+                    .await;
+            }
+            A::PartitionsDeleted {
+                stream,
+                topic,
+                first,
+                count,
+            } => {
+                let (s, t, first) = (stream.0, topic.0, first.0);
+                self.delete_partitions_where(|a| {
+                    a.stream == s
+                        && a.topic == t
+                        && a.partition >= first
+                        && a.partition < first + count
+                })
+                .await;
+            }
+            A::TopicDeleted { stream, topic } => {
+                let (s, t) = (stream.0, topic.0);
+                self.delete_partitions_where(|a| a.stream == s && a.topic == t)
+                    .await;
+                self.remove_empty_dir(
+                    self.ctx
+                        .data_path
+                        .join("streams")
+                        .join(s.to_string())
+                        .join("topics")
+                        .join(t.to_string()),
+                );
+            }
+            A::StreamDeleted { stream } => {
+                let s = stream.0;
+                self.delete_partitions_where(|a| a.stream == s).await;
+                self.remove_empty_dir(self.ctx.data_path.join("streams").join(s.to_string()));
+            }
+            A::TopicPurged(p) => {
+                self.purge_partitions_where(|a| a.stream == p.stream.0 && a.topic == p.topic.0)
+                    .await
+            }
+            A::StreamPurged { stream, .. } => {
+                let s = stream.0;
+                self.purge_partitions_where(|a| a.stream == s).await;
+            }
+            A::SegmentsDeleted {
+                stream,
+                topic,
+                partition,
+                count,
+            } => {
+                let addr = PartitionAddr {
+                    stream: stream.0,
+                    topic: topic.0,
+                    partition: partition.0,
+                };
+                let owned = self.partitions.borrow().get(&addr.ns()).cloned();
+                if let Some(p) = owned
+                    && let Err(e) = p.delete_segments(*count).await
+                {
+                    error!(?addr, "deleting segments failed: {e}");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn topic_options(&self, stream: u32, topic: u32) -> Option<TopicOptions> {
+        let metadata = self.metadata();
+        let topic = metadata
+            .stream(engine::metadata::StreamId(stream))?
+            .topic(engine::metadata::TopicId(topic))?;
+        Some(topic.options)
+    }
+
+    async fn create_partitions(&self, stream: u32, topic: u32, first: u32, count: u32) {
+        let Some(options) = self.topic_options(stream, topic) else {
+            return;
+        };
+        for partition in first..first + count {
+            let addr = PartitionAddr {
+                stream,
+                topic,
+                partition,
+            };
+            if !self.owns(addr.ns()) {
+                continue;
+            }
+            if let Err(e) = self.open_partition(addr, &options).await {
+                error!(?addr, "cannot create the partition log: {e}");
+            }
+        }
+    }
+
+    /// The owned partitions matching `filter`, with their addresses.
+    fn owned_where(&self, filter: impl Fn(&PartitionAddr) -> bool) -> Vec<u64> {
+        self.partitions
+            .borrow()
+            .keys()
+            .copied()
+            .filter(|&ns| filter(&addr_of(ns)))
+            .collect()
+    }
+
+    async fn delete_partitions_where(&self, filter: impl Fn(&PartitionAddr) -> bool) {
+        for ns in self.owned_where(filter) {
+            let removed = self.partitions.borrow_mut().remove(&ns);
+            self.ctx.partition_stats.remove(ns);
+            if let Some(partition) = removed
+                && let Err(e) = partition.log.delete().await
+            {
+                error!(ns, "cannot delete the partition directory: {e}");
+            }
+        }
+    }
+
+    async fn purge_partitions_where(&self, filter: impl Fn(&PartitionAddr) -> bool) {
+        for ns in self.owned_where(filter) {
+            let partition = self.partitions.borrow().get(&ns).cloned();
+            if let Some(partition) = partition
+                && let Err(e) = partition.purge().await
+            {
+                error!(ns, "cannot purge the partition: {e}");
+            }
+        }
+    }
+
+    /// Removes a directory tree left empty by partition deletions (shard 0;
+    /// other shards' partitions may still be going, so only empty dirs go).
+    fn remove_empty_dir(&self, dir: std::path::PathBuf) {
+        if self.shard_id != 0 {
+            return;
+        }
+        fn prune(dir: &std::path::Path) -> bool {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return false;
+            };
+            let mut empty = true;
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if !(path.is_dir() && prune(&path)) {
+                    empty = false;
+                }
+            }
+            empty && std::fs::remove_dir(dir).is_ok()
+        }
+        prune(&dir);
+    }
+}
+
+pub fn addr_of(ns: u64) -> PartitionAddr {
+    PartitionAddr {
+        stream: (ns >> 32) as u32 & 0xF_FFFF,
+        topic: (ns >> 20) as u32 & 0xFFF,
+        partition: ns as u32 & 0xF_FFFF,
+    }
+}

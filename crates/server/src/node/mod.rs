@@ -1,0 +1,382 @@
+//! The shard-local view of the system that sessions talk to.
+//!
+//! Every shard holds a replica of the metadata state machine and applies
+//! committed operations in log order. Shard 0 alone commits: it applies an
+//! operation, journals it (fsync, group-committed), then broadcasts it to the
+//! other shards through their inboxes and answers the submitter with the
+//! commit number. A submitter on another shard waits until its own replica
+//! has applied that commit before it builds its reply, so a client always
+//! reads its own writes.
+//!
+//! Client sessions, logins and consumer-group memberships are applied on
+//! every shard but not journaled: they belong to live connections, and after
+//! a restart every connection is gone.
+
+pub mod clients;
+mod commit;
+mod effects;
+pub mod partition_stats;
+pub mod partitions;
+pub mod process_stats;
+
+use std::cell::{Cell, Ref, RefCell, RefMut};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use consensus::client_table::ClientTable;
+use crossfire::oneshot::{TxOneshot, oneshot};
+use engine::metadata::{ClientId, MetadataOp, MetadataState, OpKind, UserId, password, token};
+use tracing::{info, warn};
+
+use crate::shard::ShardMessage;
+use partitions::{OwnedPartition, PartitionAddr};
+
+use crate::session::{Bound, Transport};
+use crate::shard::ServerContext;
+pub use commit::{CommitResult, Committer};
+
+/// Why a login was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LoginFailure {
+    #[error("invalid username or password")]
+    InvalidCredentials,
+    #[error("invalid or expired personal access token")]
+    InvalidToken,
+    #[error("user is inactive")]
+    UserInactive,
+}
+
+pub struct Node {
+    pub shard_id: u16,
+    pub ctx: Arc<ServerContext>,
+    metadata: RefCell<MetadataState>,
+    applied: Cell<u64>,
+    waiters: RefCell<Vec<(u64, TxOneshot<()>)>>,
+    /// Shard 0 only: the journal and the commit pipeline.
+    pub committer: Option<Committer>,
+    /// Dedupe state of the clients connected to this shard.
+    client_table: RefCell<ClientTable>,
+    partitions: RefCell<HashMap<u64, Rc<OwnedPartition>>>,
+    /// Round-robin counters for Balanced partitioning, per topic namespace.
+    balanced: RefCell<HashMap<u64, u32>>,
+}
+
+impl Node {
+    pub fn new(
+        shard_id: u16,
+        ctx: Arc<ServerContext>,
+        state: MetadataState,
+        commit: u64,
+        committer: Option<Committer>,
+    ) -> Self {
+        Self {
+            shard_id,
+            metadata: RefCell::new(state),
+            applied: Cell::new(commit),
+            waiters: RefCell::new(Vec::new()),
+            client_table: RefCell::new(ClientTable::new(ctx.limits.clients_table_max)),
+            partitions: RefCell::new(HashMap::new()),
+            balanced: RefCell::new(HashMap::new()),
+            committer,
+            ctx,
+        }
+    }
+
+    /// Opens every partition this shard owns; shard 0 starts the committer.
+    pub async fn start(self: &Rc<Self>) -> anyhow::Result<()> {
+        let owned: Vec<(
+            PartitionAddr,
+            engine::metadata::topic::options::TopicOptions,
+        )> = {
+            let metadata = self.metadata();
+            metadata
+                .streams()
+                .flat_map(|s| s.topics().map(move |t| (s.id.0, t)))
+                .flat_map(|(stream, t)| {
+                    t.partitions().iter().map(move |p| {
+                        (
+                            PartitionAddr {
+                                stream,
+                                topic: t.id.0,
+                                partition: p.id.0,
+                            },
+                            t.options,
+                        )
+                    })
+                })
+                .filter(|(addr, _)| self.owns(addr.ns()))
+                .collect()
+        };
+        for (addr, options) in &owned {
+            self.open_partition(*addr, options).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "partition {}/{}/{}: {e}",
+                    addr.stream,
+                    addr.topic,
+                    addr.partition
+                )
+            })?;
+        }
+        if !owned.is_empty() {
+            info!(
+                shard = self.shard_id,
+                partitions = owned.len(),
+                "partitions opened"
+            );
+        }
+        if self.committer.is_some() {
+            compio::runtime::spawn(Committer::run(self.clone())).detach();
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes every owned partition, and syncs the journal.
+    pub async fn stop(&self) {
+        let owned: Vec<Rc<OwnedPartition>> = self.partitions.borrow().values().cloned().collect();
+        for partition in owned {
+            if let Err(e) = partition.log.close().await {
+                warn!("closing a partition log failed: {e}");
+            }
+        }
+        if let Some(committer) = &self.committer {
+            committer.close().await;
+        }
+    }
+
+    pub fn clients_table(&self) -> Ref<'_, ClientTable> {
+        self.client_table.borrow()
+    }
+
+    pub fn clients_table_mut(&self) -> RefMut<'_, ClientTable> {
+        self.client_table.borrow_mut()
+    }
+
+    /// The next partition for Balanced partitioning of a topic.
+    pub fn next_balanced(&self, topic_ns: u64, partitions_count: u32) -> u32 {
+        let mut counters = self.balanced.borrow_mut();
+        let counter = counters.entry(topic_ns).or_insert(0);
+        let chosen = *counter % partitions_count.max(1);
+        *counter = counter.wrapping_add(1);
+        chosen
+    }
+
+    /// Shard 0: queue an operation for commit, answering on `reply`.
+    pub fn enqueue_commit(&self, op: MetadataOp, reply: TxOneshot<CommitResult>) {
+        let committer = self
+            .committer
+            .as_ref()
+            .expect("metadata submissions go to shard 0");
+        let rx = committer.enqueue(op);
+        compio::runtime::spawn(async move {
+            if let Ok(result) = rx.await {
+                reply.send(result);
+            }
+        })
+        .detach();
+    }
+
+    /// Commits an operation (through shard 0) and waits until this shard's
+    /// replica has applied it.
+    pub async fn submit(&self, op: MetadataOp) -> CommitResult {
+        let result = match &self.committer {
+            Some(committer) => committer.enqueue(op).await,
+            None => {
+                let (tx, rx) = oneshot();
+                self.ctx
+                    .send(0, ShardMessage::MetadataSubmit { op, reply: tx })
+                    .await;
+                rx.await
+            }
+        };
+        let result = result.unwrap_or_else(|_| CommitResult {
+            outcome: Err(engine::metadata::MetadataError::Unauthorized {
+                user: UserId(u32::MAX),
+                action: "commit during shutdown",
+            }),
+            commit: self.metadata_commit(),
+        });
+        self.wait_applied(result.commit).await;
+        result
+    }
+
+    /// Submits without waiting for the answer (connection teardown).
+    pub fn submit_detached(self: &Rc<Self>, op: MetadataOp) {
+        let node = self.clone();
+        compio::runtime::spawn(async move {
+            let _ = node.submit(op).await;
+        })
+        .detach();
+    }
+
+    /// Read access to this shard's metadata replica. Never hold it across an
+    /// `.await`.
+    pub fn metadata(&self) -> Ref<'_, MetadataState> {
+        self.metadata.borrow()
+    }
+
+    /// The highest commit applied on this shard.
+    pub fn metadata_commit(&self) -> u64 {
+        self.applied.get()
+    }
+
+    /// Applies a committed operation broadcast by shard 0, with its effects
+    /// on this shard's partitions, before the next inbox message.
+    pub async fn apply_committed(&self, op: &MetadataOp, commit: u64) {
+        let outcome = self.metadata.borrow_mut().apply(op);
+        match outcome {
+            Ok(outcome) => self.on_applied(&outcome).await,
+            // Shard 0 only broadcasts operations that applied cleanly on the
+            // same state, so a rejection here means the replicas diverged.
+            Err(e) => panic!(
+                "metadata replica on shard {} rejected committed op {commit}: {e}",
+                self.shard_id
+            ),
+        }
+        self.mark_applied(commit);
+    }
+
+    /// Applies locally on shard 0 (the committer calls this).
+    pub(crate) fn apply_local(
+        &self,
+        op: &MetadataOp,
+    ) -> Result<engine::metadata::ApplyOutcome, engine::metadata::MetadataError> {
+        self.metadata.borrow_mut().apply(op)
+    }
+
+    pub(crate) fn mark_applied(&self, commit: u64) {
+        if commit > self.applied.get() {
+            self.applied.set(commit);
+        }
+        let mut waiters = self.waiters.borrow_mut();
+        let (ready, pending): (Vec<_>, Vec<_>) = waiters.drain(..).partition(|(c, _)| *c <= commit);
+        *waiters = pending;
+        drop(waiters);
+        for (_, tx) in ready {
+            tx.send(());
+        }
+    }
+
+    /// Resolves once this shard's replica has applied `commit`.
+    pub async fn wait_applied(&self, commit: u64) {
+        if self.applied.get() >= commit {
+            return;
+        }
+        let (tx, rx) = crossfire::oneshot::oneshot();
+        self.waiters.borrow_mut().push((commit, tx));
+        let _ = rx.await;
+    }
+
+    /// A new session number: strictly increasing and non-zero.
+    pub fn new_session(&self) -> u64 {
+        self.ctx.next_session()
+    }
+
+    pub async fn verify_password(
+        &self,
+        username: &str,
+        plaintext: &str,
+    ) -> Result<u32, LoginFailure> {
+        let user = self
+            .metadata()
+            .user_by_username(username)
+            .map(|u| (u.id.0, u.password_hash.clone(), u.is_active()));
+        let plaintext = plaintext.to_owned();
+        let Some((id, hash, active)) = user else {
+            let _ =
+                compio::runtime::spawn_blocking(move || password::verify_dummy(&plaintext)).await;
+            return Err(LoginFailure::InvalidCredentials);
+        };
+        let ok =
+            compio::runtime::spawn_blocking(move || password::verify_password(&plaintext, &hash))
+                .await
+                .unwrap_or(false);
+        match (ok, active) {
+            (true, true) => Ok(id),
+            _ => Err(LoginFailure::InvalidCredentials),
+        }
+    }
+
+    pub async fn verify_token(&self, raw: &str) -> Result<u32, LoginFailure> {
+        let hash = token::hash_token(raw);
+        let now = process_stats::now_us();
+        let metadata = self.metadata();
+        let Some(found) = metadata.find_token_by_hash(&hash) else {
+            return Err(LoginFailure::InvalidToken);
+        };
+        if found.expires_at_us.is_some_and(|at| at <= now) {
+            return Err(LoginFailure::InvalidToken);
+        }
+        match metadata.user(found.user_id) {
+            Some(user) if user.is_active() => Ok(user.id.0),
+            Some(_) => Err(LoginFailure::UserInactive),
+            None => Err(LoginFailure::InvalidToken),
+        }
+    }
+
+    pub fn connection_opened(&self, connection_id: u64, transport: Transport, peer: SocketAddr) {
+        self.ctx.clients.opened(clients::ClientRecord {
+            connection_id,
+            transport,
+            peer,
+            bound: None,
+        });
+    }
+
+    /// Login: the client's dedupe entry and its session in the metadata
+    /// (so it can join consumer groups).
+    pub fn session_started(
+        self: &Rc<Self>,
+        connection_id: u64,
+        bound: Bound,
+        transport: Transport,
+        peer: SocketAddr,
+    ) {
+        self.ctx.clients.bind(connection_id, Some(bound));
+        self.client_table
+            .borrow_mut()
+            .register(bound.client, bound.user_id, bound.session);
+        let kind = OpKind::RegisterClient {
+            client: ClientId(bound.client),
+            user: UserId(bound.user_id),
+            transport: match transport {
+                Transport::Tcp => engine::metadata::user::Transport::Tcp,
+                Transport::Quic => engine::metadata::user::Transport::Quic,
+                Transport::Http => engine::metadata::user::Transport::Http,
+                Transport::WebSocket => engine::metadata::user::Transport::WebSocket,
+            },
+            address: peer.to_string(),
+        };
+        self.submit_detached(self.op(bound.user_id, kind));
+    }
+
+    /// Logout or disconnect: the session ends and its group memberships go.
+    pub fn session_ended(self: &Rc<Self>, connection_id: u64, bound: Bound) {
+        self.ctx.clients.bind(connection_id, None);
+        self.client_table.borrow_mut().unregister(bound.client);
+        if self.ctx.is_stopping() {
+            return;
+        }
+        let kind = OpKind::UnregisterClient {
+            client: ClientId(bound.client),
+        };
+        self.submit_detached(self.op(bound.user_id, kind));
+    }
+
+    /// The connection closed (with or without a session).
+    pub fn connection_closed(self: &Rc<Self>, connection_id: u64, bound: Option<Bound>) {
+        if let Some(bound) = bound {
+            self.session_ended(connection_id, bound);
+        }
+        self.ctx.clients.closed(connection_id);
+    }
+
+    fn op(&self, actor: u32, kind: OpKind) -> MetadataOp {
+        MetadataOp {
+            timestamp_us: process_stats::now_us(),
+            actor: UserId(actor),
+            kind,
+        }
+    }
+}

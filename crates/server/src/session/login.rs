@@ -1,0 +1,79 @@
+//! Login = Register (binary protocol §7.3): version gate, credential check,
+//! session number, reply. Failures are Eviction frames; the connection stays
+//! open so the client may try again.
+
+use protocol::header::{EvictionReason, RequestHeader};
+use protocol::reply::{ReplyBuilder, eviction};
+use protocol::requests::{LoginCredentials, LoginRequest, PROTOCOL_VERSION};
+use protocol::responses::LoginReply;
+use tracing::{debug, info};
+
+use super::{Bound, Reply, Session};
+use crate::node::LoginFailure;
+
+impl Session {
+    pub(super) async fn login(&mut self, header: &RequestHeader, body: &[u8]) -> Reply {
+        if let Some(bound) = self.bound {
+            // §7.3.9: a Register on a bound connection gets the existing session.
+            return self.login_reply(header, bound);
+        }
+        let request = match LoginRequest::decode(body) {
+            Ok(request) => request,
+            Err(e) => {
+                debug!(peer = %self.peer, "login refused: {e}");
+                return Reply::frame(eviction(header, e.eviction_reason()));
+            }
+        };
+        let verified = match request.credentials {
+            LoginCredentials::Password { username, password } => {
+                self.shard
+                    .node
+                    .verify_password(username.as_str(), password)
+                    .await
+            }
+            LoginCredentials::Token { token } => self.shard.node.verify_token(token.as_str()).await,
+        };
+        let user_id = match verified {
+            Ok(user_id) => user_id,
+            Err(failure) => {
+                info!(peer = %self.peer, "login failed: {failure}");
+                let reason = match failure {
+                    LoginFailure::InvalidCredentials => EvictionReason::InvalidCredentials,
+                    LoginFailure::InvalidToken => EvictionReason::InvalidToken,
+                    LoginFailure::UserInactive => EvictionReason::UserInactive,
+                };
+                return Reply::frame(eviction(header, reason));
+            }
+        };
+        let session = self.shard.node.new_session();
+        let bound = Bound {
+            user_id,
+            client: header.client,
+            session,
+        };
+        self.shard
+            .node
+            .session_started(self.connection_id, bound, self.transport, self.peer);
+        self.bound = Some(bound);
+        debug!(peer = %self.peer, user_id, session, "logged in");
+        self.login_reply(header, bound)
+    }
+
+    fn login_reply(&self, header: &RequestHeader, bound: Bound) -> Reply {
+        let mut payload = Vec::with_capacity(32);
+        LoginReply {
+            user_id: bound.user_id,
+            session: bound.session,
+            server_protocol_version: PROTOCOL_VERSION,
+            server_version: env!("CARGO_PKG_VERSION"),
+        }
+        .encode(&mut payload);
+        let commit = self.shard.node.metadata_commit().max(bound.session);
+        Reply::frame(
+            ReplyBuilder::for_request(header)
+                .op(bound.session)
+                .commit(commit)
+                .success(&payload),
+        )
+    }
+}

@@ -1,0 +1,133 @@
+//! One client connection's protocol state machine, the same on every
+//! transport: a frame in, exactly one reply out, in order (binary protocol
+//! §2, §7).
+//!
+//! States: Unbound (only PING and login are served) and Bound (a user, the
+//! client's 128-bit id and its session number). Each frame is checked against
+//! the header rules first; a frame that breaks them closes the connection,
+//! since the SDK would otherwise wait 30 s for a reply that never comes.
+
+mod login;
+pub mod reply;
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use protocol::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
+use protocol::reply::{ReplyBuilder, eviction};
+use protocol::{CommandCode, ErrorCode, Route, route};
+use tracing::debug;
+
+use crate::handlers;
+use crate::shard::Shard;
+pub use reply::Reply;
+
+/// How a client reached us (wire values of the client record, spec 8.9).
+/// Only TCP is served so far; the other transports reuse this session.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Tcp,
+    Quic,
+    Http,
+    WebSocket,
+}
+
+/// The identity bound by a successful login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub user_id: u32,
+    pub client: u128,
+    pub session: u64,
+}
+
+pub struct Session {
+    pub shard: Rc<Shard>,
+    pub transport: Transport,
+    pub peer: SocketAddr,
+    /// Server-side connection number (client records show its low 32 bits).
+    pub connection_id: u64,
+    pub bound: Option<Bound>,
+}
+
+impl Session {
+    pub fn new(shard: Rc<Shard>, transport: Transport, peer: SocketAddr) -> Self {
+        let connection_id = shard.ctx.next_client_id();
+        shard.node.connection_opened(connection_id, transport, peer);
+        Self {
+            shard,
+            transport,
+            peer,
+            connection_id,
+            bound: None,
+        }
+    }
+
+    /// Handles one whole frame (header and body).
+    pub async fn handle(&mut self, frame: Vec<u8>) -> Reply {
+        let _busy = self.shard.request_guard();
+        let header =
+            match RequestHeader::decode(&frame).and_then(|h| h.validate(frame.len()).map(|()| h)) {
+                Ok(header) => header,
+                Err(e) => {
+                    debug!(peer = %self.peer, "closing: invalid request header: {e}");
+                    return Reply::close();
+                }
+            };
+        let body = &frame[HEADER_SIZE..];
+        match route(&header) {
+            Route::Register => self.login(&header, body).await,
+            Route::Command(CommandCode::LogoutUser) => self.logout(&header).await,
+            Route::Command(code) => self.command(&header, code, body).await,
+            Route::UnknownCode { .. } => {
+                Reply::frame(ReplyBuilder::for_request(&header).denial(ErrorCode::InvalidCommand))
+            }
+            Route::NotClientOperation { .. } => {
+                Reply::frame(eviction(&header, EvictionReason::InvalidRequestOperation)).and_close()
+            }
+        }
+    }
+
+    async fn command(&mut self, header: &RequestHeader, code: CommandCode, body: &[u8]) -> Reply {
+        if code.is_legacy_login() {
+            return Reply::frame(eviction(header, EvictionReason::MalformedLogin));
+        }
+        let Some(bound) = self.bound else {
+            return self.unbound_command(header, code);
+        };
+        if header.request_checksum != 0 && !header.checksum_matches(body) {
+            return Reply::frame(
+                ReplyBuilder::for_request(header).denial(ErrorCode::InvalidFormat),
+            );
+        }
+        handlers::dispatch(self, bound, header, code, body).await
+    }
+
+    /// Binary protocol §7.5: what an unbound connection may do.
+    fn unbound_command(&self, header: &RequestHeader, code: CommandCode) -> Reply {
+        let builder = ReplyBuilder::for_request(header);
+        if code == CommandCode::Ping {
+            return Reply::frame(builder.success(&[]));
+        }
+        if code.operation() != Operation::NonReplicated {
+            return Reply::frame(eviction(header, EvictionReason::NoSession));
+        }
+        Reply::frame(builder.denial(ErrorCode::Unauthenticated))
+    }
+
+    async fn logout(&mut self, header: &RequestHeader) -> Reply {
+        let builder = ReplyBuilder::for_request(header);
+        if let Some(bound) = self.bound.take() {
+            self.shard.node.session_ended(self.connection_id, bound);
+            return Reply::frame(builder.op(bound.session).success(&[]));
+        }
+        Reply::frame(builder.success(&[]))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let bound = self.bound.take();
+        self.shard.node.connection_closed(self.connection_id, bound);
+    }
+}

@@ -1,0 +1,322 @@
+//! Thread-per-core shards.
+//!
+//! Each shard is an OS thread running its own single-threaded compio runtime
+//! (io_uring when the kernel allows it). Shards share nothing mutable on the
+//! data path: they talk through bounded channels carrying [`ShardMessage`].
+//! Shard 0 serves the listeners and commits metadata; plaintext TCP
+//! connections are handed to shards round-robin right after accept.
+//!
+//! Start-up: `ShardSet::start` binds the listeners (so their addresses are
+//! known before any thread starts), creates every inbox, then the threads;
+//! each thread reports `Ready` or the error that stopped it. Shutdown:
+//! `ShardSet::shutdown` sends `Shutdown` to every inbox and joins the
+//! threads within the configured deadline.
+
+mod context;
+pub mod ownership;
+pub mod plan;
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossfire::AsyncRx;
+use crossfire::mpsc::{Array, bounded_async};
+use engine::metadata::MetadataState;
+use tracing::{error, info, warn};
+
+use crate::node::{Committer, Node};
+use crate::transport::{self, BoundAddresses, Listeners};
+pub use context::{Limits, ServerContext, ShardMessage};
+use plan::ShardSpec;
+
+pub struct ShardOptions {
+    pub specs: Vec<ShardSpec>,
+    pub data_path: PathBuf,
+    pub limits: Limits,
+    /// The recovered metadata state and its commit number.
+    pub metadata: MetadataState,
+    pub metadata_commit: u64,
+    pub journal_path: PathBuf,
+    pub inbox_capacity: usize,
+    pub frame_max_bytes: usize,
+    pub drain_timeout: Duration,
+    pub join_timeout: Duration,
+}
+
+enum Ready {
+    Started,
+    Failed { shard: u16, reason: String },
+}
+
+pub struct ShardSet {
+    context: Arc<ServerContext>,
+    threads: Vec<(u16, JoinHandle<()>)>,
+    join_timeout: Duration,
+}
+
+/// What one shard thread starts with.
+struct ShardStart {
+    spec: ShardSpec,
+    ctx: Arc<ServerContext>,
+    inbox: AsyncRx<Array<ShardMessage>>,
+    ready: mpsc::Sender<Ready>,
+    metadata: MetadataState,
+    commit: u64,
+    /// Shard 0 only: the listeners and the journal.
+    listeners: Option<Listeners>,
+    journal_path: Option<PathBuf>,
+}
+
+impl ShardSet {
+    /// Starts every shard and waits until each is running.
+    pub fn start(
+        options: ShardOptions,
+        listeners: Listeners,
+        bound: &BoundAddresses,
+    ) -> anyhow::Result<ShardSet> {
+        let (senders, receivers): (Vec<_>, Vec<_>) = options
+            .specs
+            .iter()
+            .map(|_| bounded_async::<ShardMessage>(options.inbox_capacity))
+            .unzip();
+        let context = Arc::new(ServerContext::new(&options, senders, bound));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let mut threads = Vec::new();
+        let mut listeners = Some(listeners);
+        for (spec, inbox) in options.specs.into_iter().zip(receivers) {
+            let first = spec.id == 0;
+            let start = ShardStart {
+                spec,
+                ctx: context.clone(),
+                inbox,
+                ready: ready_tx.clone(),
+                metadata: options.metadata.clone(),
+                commit: options.metadata_commit,
+                listeners: if first { listeners.take() } else { None },
+                journal_path: first.then(|| options.journal_path.clone()),
+            };
+            let id = start.spec.id;
+            let handle = std::thread::Builder::new()
+                .name(format!("shard-{id}"))
+                .spawn(move || run_thread(start))?;
+            threads.push((id, handle));
+        }
+        drop(ready_tx);
+        let mut set = ShardSet {
+            context,
+            threads,
+            join_timeout: options.join_timeout,
+        };
+        match set.await_ready(&ready_rx) {
+            Ok(()) => Ok(set),
+            Err(e) => {
+                set.shutdown();
+                Err(e)
+            }
+        }
+    }
+
+    fn await_ready(&mut self, ready: &mpsc::Receiver<Ready>) -> anyhow::Result<()> {
+        for _ in 0..self.threads.len() {
+            match ready.recv() {
+                Ok(Ready::Started) => {}
+                Ok(Ready::Failed { shard, reason }) => {
+                    anyhow::bail!("shard {shard} failed to start: {reason}")
+                }
+                Err(_) => anyhow::bail!("a shard thread exited during start-up"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops every shard and joins the threads, waiting at most the join
+    /// timeout. Returns false if some shard did not stop in time.
+    pub fn shutdown(&mut self) -> bool {
+        self.context.begin_stopping();
+        for shard in 0..self.context.shard_count {
+            send_shutdown(&self.context, shard, Duration::from_secs(1));
+        }
+        let deadline = Instant::now() + self.join_timeout;
+        let mut clean = true;
+        for (id, handle) in self.threads.drain(..) {
+            while !handle.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !handle.is_finished() {
+                error!("shard {id} did not stop within {:?}", self.join_timeout);
+                clean = false;
+            } else if handle.join().is_err() {
+                error!("shard {id} panicked");
+                clean = false;
+            }
+        }
+        clean
+    }
+}
+
+fn send_shutdown(ctx: &ServerContext, shard: usize, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    let mut message = ShardMessage::Shutdown;
+    loop {
+        match ctx.try_send(shard, message) {
+            Ok(()) => return,
+            Err(back) if Instant::now() < deadline => {
+                message = back;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => {
+                warn!("shard {shard} inbox stayed full; it will see the stop flag instead");
+                return;
+            }
+        }
+    }
+}
+
+fn run_thread(start: ShardStart) {
+    let mut builder = compio::runtime::RuntimeBuilder::new();
+    if let Some(cpu) = start.spec.cpu {
+        builder.thread_affinity(HashSet::from([cpu]));
+    }
+    let runtime = match builder.build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let reason = format!("cannot build the async runtime: {e}");
+            let _ = start.ready.send(Ready::Failed {
+                shard: start.spec.id,
+                reason,
+            });
+            return;
+        }
+    };
+    let id = start.spec.id;
+    info!(shard = id, cpu = ?start.spec.cpu, driver = ?runtime.driver_type(), "shard started");
+    runtime.block_on(shard_main(start));
+    info!(shard = id, "shard stopped");
+}
+
+async fn shard_main(start: ShardStart) {
+    let ShardStart {
+        spec,
+        ctx,
+        inbox,
+        ready,
+        metadata,
+        commit,
+        listeners,
+        journal_path,
+    } = start;
+    let committer = match journal_path {
+        Some(path) => match Committer::open(&path).await {
+            Ok(committer) => Some(committer),
+            Err(e) => {
+                let _ = ready.send(Ready::Failed {
+                    shard: spec.id,
+                    reason: format!("{e:#}"),
+                });
+                return;
+            }
+        },
+        None => None,
+    };
+    let node = Node::new(spec.id, ctx.clone(), metadata, commit, committer);
+    let shard = Rc::new(Shard::new(spec.id, ctx.clone(), node));
+    if let Err(e) = shard.node.start().await {
+        let _ = ready.send(Ready::Failed {
+            shard: spec.id,
+            reason: format!("{e:#}"),
+        });
+        return;
+    }
+    if let Some(listeners) = listeners {
+        transport::serve(&shard, listeners);
+    }
+    let _ = ready.send(Ready::Started);
+    while let Ok(message) = inbox.recv().await {
+        match message {
+            ShardMessage::Shutdown => break,
+            ShardMessage::AdoptTcp { stream, peer } => transport::tcp::adopt(&shard, stream, peer),
+            ShardMessage::MetadataSubmit { op, reply } => shard.node.enqueue_commit(op, reply),
+            ShardMessage::MetadataApplied { op, commit } => {
+                shard.node.apply_committed(&op, commit).await
+            }
+            ShardMessage::Partition(call) => shard.node.serve_partition_call(call),
+        }
+    }
+    shard.drain().await;
+    shard.node.stop().await;
+}
+
+/// State owned by one shard thread.
+pub struct Shard {
+    pub id: u16,
+    pub ctx: Arc<ServerContext>,
+    pub node: Rc<Node>,
+    connections: Rc<Cell<usize>>,
+    requests_in_flight: Rc<Cell<usize>>,
+}
+
+impl Shard {
+    fn new(id: u16, ctx: Arc<ServerContext>, node: Node) -> Self {
+        Self {
+            id,
+            ctx,
+            node: Rc::new(node),
+            connections: Default::default(),
+            requests_in_flight: Default::default(),
+        }
+    }
+
+    /// Counts a live connection until the guard drops.
+    pub fn connection_guard(&self) -> CountGuard {
+        CountGuard::new(&self.connections)
+    }
+
+    /// Counts a request being executed until the guard drops; shutdown waits
+    /// for these (bounded by the drain timeout), not for idle connections.
+    pub fn request_guard(&self) -> CountGuard {
+        CountGuard::new(&self.requests_in_flight)
+    }
+
+    async fn drain(&self) {
+        let deadline = Instant::now() + self.ctx.drain_timeout;
+        while self.requests_in_flight.get() > 0 && Instant::now() < deadline {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if self.requests_in_flight.get() > 0 {
+            let in_flight = self.requests_in_flight.get();
+            warn!(
+                shard = self.id,
+                in_flight, "requests still running at the drain deadline are abandoned"
+            );
+        }
+        if self.connections.get() > 0 {
+            info!(
+                shard = self.id,
+                open = self.connections.get(),
+                "closing connections at shutdown"
+            );
+        }
+    }
+}
+
+/// Decrements its counter when dropped.
+pub struct CountGuard(Rc<Cell<usize>>);
+
+impl CountGuard {
+    fn new(counter: &Rc<Cell<usize>>) -> Self {
+        counter.set(counter.get() + 1);
+        Self(counter.clone())
+    }
+}
+
+impl Drop for CountGuard {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}

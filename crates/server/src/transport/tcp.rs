@@ -1,0 +1,151 @@
+//! Plaintext TCP: the listener on shard 0, round-robin hand-off of accepted
+//! sockets to shards, and the per-connection frame loop.
+//!
+//! Frames are read whole (256-byte header, then `size - 256` body bytes) into
+//! one buffer that the session decodes in place. A frame whose declared size
+//! is below 256 or above the frame cap closes the connection: there is no
+//! way to resynchronise a byte stream after a bad length.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::rc::Rc;
+
+use compio::buf::{BufResult, IntoInner, IoBuf};
+use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::net::{TcpListener, TcpStream};
+use tracing::{debug, info, warn};
+
+use protocol::header::{HEADER_SIZE, frame_size};
+
+use crate::session::{self, Transport};
+use crate::shard::{Shard, ShardMessage};
+
+/// Spawns the accept loop for a bound listener on this shard (shard 0).
+pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener) {
+    match TcpListener::from_std(listener) {
+        Ok(listener) => compio::runtime::spawn(accept_loop(listener, shard.clone())).detach(),
+        Err(e) => tracing::error!("cannot serve the TCP listener: {e}"),
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                warn!("TCP accept failed: {e}");
+                compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if shard.ctx.is_stopping() {
+            break;
+        }
+        let target = shard.ctx.pick_shard();
+        if target == usize::from(shard.id) {
+            spawn_connection(&shard, stream, peer);
+            continue;
+        }
+        match duplicate(&stream) {
+            Ok(std_stream) => {
+                drop(stream);
+                if shard
+                    .ctx
+                    .try_send(
+                        target,
+                        ShardMessage::AdoptTcp {
+                            stream: std_stream,
+                            peer,
+                        },
+                    )
+                    .is_err()
+                {
+                    warn!(%peer, target, "shard inbox full; connection refused");
+                }
+            }
+            Err(e) => warn!(%peer, "cannot hand the connection to shard {target}: {e}"),
+        }
+    }
+}
+
+/// Duplicates the socket's descriptor so another shard's runtime can own it.
+fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStream> {
+    // SAFETY: dup returns a new descriptor that we own exclusively.
+    let fd = unsafe { libc::dup(stream.as_raw_fd()) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { std::net::TcpStream::from_raw_fd(fd) })
+}
+
+/// Takes over a connection accepted on shard 0.
+pub fn adopt(shard: &Rc<Shard>, stream: std::net::TcpStream, peer: SocketAddr) {
+    match TcpStream::from_std(stream) {
+        Ok(stream) => spawn_connection(shard, stream, peer),
+        Err(e) => warn!(%peer, "cannot adopt connection: {e}"),
+    }
+}
+
+fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        let _open = shard.connection_guard();
+        debug!(%peer, shard = shard.id, "TCP connection opened");
+        match serve_connection(&shard, stream, peer).await {
+            Ok(()) => debug!(%peer, "TCP connection closed"),
+            Err(e) => info!(%peer, "TCP connection closed: {e}"),
+        }
+    })
+    .detach();
+}
+
+async fn serve_connection(
+    shard: &Rc<Shard>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+) -> std::io::Result<()> {
+    let mut session = session::Session::new(shard.clone(), Transport::Tcp, peer);
+    let frame_max = shard.ctx.frame_max_bytes;
+    loop {
+        let Some(frame) = read_frame(&mut stream, frame_max).await? else {
+            return Ok(());
+        };
+        let reply = session.handle(frame).await;
+        let stop = reply.close_after;
+        for part in reply.parts {
+            let BufResult(result, _) = stream.write_all(part).await;
+            result?;
+        }
+        if stop || shard.ctx.is_stopping() {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads one frame; `None` on a clean end of stream before a header.
+async fn read_frame(stream: &mut TcpStream, frame_max: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let header = Vec::with_capacity(HEADER_SIZE);
+    let BufResult(result, header) = stream.read_exact(header.slice(..HEADER_SIZE)).await;
+    let mut frame = header.into_inner();
+    match result {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && frame.is_empty() => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    }
+    let size = frame_size(&frame).map_or(0, |s| s as usize);
+    if size < HEADER_SIZE || size > frame_max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame size {size} outside {HEADER_SIZE}..={frame_max}"),
+        ));
+    }
+    if size > frame.len() {
+        frame.reserve_exact(size - frame.len());
+        let BufResult(result, body) = stream.read_exact(frame.slice(HEADER_SIZE..size)).await;
+        frame = body.into_inner();
+        result?;
+    }
+    Ok(Some(frame))
+}
