@@ -3,6 +3,8 @@
 //! addresses from `runtime/current_config.toml`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod sdk;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
