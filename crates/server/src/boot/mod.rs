@@ -76,10 +76,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     let recovered = metadata::recover(&data, &root)?;
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let (listeners, bound) = transport::bind(&listener_plan(&config))?;
-    let options = shard_options(&config, &data, recovered)?;
+    let (listeners, bound) = transport::bind(&listener_plan(config))?;
+    let options = shard_options(config, &data, recovered)?;
     let mut shards = ShardSet::start(options, listeners, &bound)?;
-    let dump = runtime_dump::write(&runtime_dir, &dump_contents(&config, &bound))
+    let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
     info!(dump = %dump.display(), tcp = ?bound.tcp, "server ready");
 
@@ -92,10 +92,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// The process environment plus `.env`, with the root-credentials flag
 /// applied. Also returns notes to log once logging is up.
-fn collect_environment(
-    args: &Args,
-    cwd: &Path,
-) -> anyhow::Result<(Vec<(String, String)>, Vec<String>)> {
+/// Environment variables as name/value pairs, in the order read.
+type Environment = Vec<(String, String)>;
+
+fn collect_environment(args: &Args, cwd: &Path) -> anyhow::Result<(Environment, Vec<String>)> {
     let mut env: Vec<(String, String)> = std::env::vars().collect();
     config::load_dotenv(&mut env, cwd).map_err(anyhow::Error::msg)?;
     let mut notes = Vec::new();
