@@ -2,7 +2,7 @@
 //! when file logging is enabled. The level comes from `RUST_LOG` when set,
 //! otherwise from `system.logging.level`.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -14,6 +14,7 @@ pub const LOG_FILE_NAME: &str = "iggy-server.log";
 
 pub struct LoggingOptions<'a> {
     pub level: &'a str,
+    pub rotation: super::log_file::RotationLimits,
     pub rust_log: Option<&'a str>,
     /// Directory for the log file, or `None` for stdout only.
     pub file_dir: Option<&'a Path>,
@@ -47,7 +48,9 @@ pub fn init(options: &LoggingOptions<'_>) -> Result<Option<PathBuf>, LoggingErro
         Some(dir) => {
             let path = dir.join(LOG_FILE_NAME);
             let file = fs::create_dir_all(dir)
-                .and_then(|()| OpenOptions::new().create(true).append(true).open(&path))
+                .and_then(|()| {
+                    super::log_file::RotatingFile::open(path.clone(), options.rotation.clone())
+                })
                 .map_err(|source| LoggingError::File {
                     path: path.clone(),
                     source,

@@ -17,6 +17,7 @@
 //! 11. SIGINT/SIGTERM: stop accepting, drain, flush, exit 0.
 
 pub mod data_dir;
+pub mod log_file;
 pub mod logging;
 pub mod metadata;
 pub mod root_credentials;
@@ -119,8 +120,14 @@ fn start_logging(
         .rev()
         .find(|(k, _)| k == "RUST_LOG")
         .map(|(_, v)| v.as_str());
+    let rotation = log_file::RotationLimits {
+        max_file_bytes: logging.max_file_size.as_bytes(),
+        max_total_bytes: logging.max_total_size.as_bytes(),
+        retention: Duration::from(logging.retention),
+    };
     Ok(logging::init(&logging::LoggingOptions {
         level: &logging.level,
+        rotation,
         rust_log,
         file_dir: file_dir.as_deref(),
     })?)
