@@ -152,6 +152,11 @@ fn shard_options(
             max_tokens_per_user: config.personal_access_token.max_tokens_per_user,
             clients_table_max: config.metadata.clients_table_max as usize,
             validate_checksum_on_read: config.system.partition.validate_checksum,
+            cleaner_interval: config
+                .data_maintenance
+                .messages
+                .cleaner_enabled
+                .then(|| Duration::from(config.data_maintenance.messages.interval)),
         },
         metadata: recovered.state,
         metadata_commit: recovered.commit,

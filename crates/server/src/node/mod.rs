@@ -12,6 +12,7 @@
 //! every shard but not journaled: they belong to live connections, and after
 //! a restart every connection is gone.
 
+mod cleaner;
 pub mod clients;
 mod commit;
 mod effects;
@@ -128,6 +129,9 @@ impl Node {
         }
         if self.committer.is_some() {
             compio::runtime::spawn(Committer::run(self.clone())).detach();
+        }
+        if let Some(interval) = self.ctx.limits.cleaner_interval {
+            compio::runtime::spawn(self.clone().run_cleaner(interval)).detach();
         }
         Ok(())
     }

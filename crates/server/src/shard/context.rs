@@ -57,6 +57,8 @@ pub struct Limits {
     pub max_tokens_per_user: u32,
     pub clients_table_max: usize,
     pub validate_checksum_on_read: bool,
+    /// Period of the segment cleaner; `None` when it is disabled.
+    pub cleaner_interval: Option<Duration>,
 }
 
 type Inbox = MAsyncTx<Array<ShardMessage>>;

@@ -1,0 +1,148 @@
+//! Durability and retention through the real binary: acknowledged
+//! `Persisted` messages survive SIGKILL; the cleaner deletes expired sealed
+//! segments.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::time::{Duration, Instant};
+
+use harness::sdk::{id, name, root_client};
+use harness::{ServerOptions, TestServer, Workdir};
+use iggy::prelude::*;
+
+fn payload_message(tag: &str, i: u32, size: usize) -> IggyMessage {
+    let mut payload = format!("{tag}-{i}-").into_bytes();
+    payload.resize(size.max(payload.len()), b'.');
+    IggyMessage::builder()
+        .payload(payload.into())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn given_persisted_topic_when_killed_should_keep_every_acknowledged_message() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    client.create_stream("crash").await.unwrap();
+    let options = TopicCreateOptions {
+        durability: Durability::Persisted,
+        ..TopicCreateOptions::default()
+    };
+    client
+        .create_topic(&name("crash"), "t", &options)
+        .await
+        .unwrap();
+    let mut acknowledged = 0u32;
+    for batch in 0..40u32 {
+        let mut messages: Vec<IggyMessage> = (0..25)
+            .map(|i| payload_message("m", batch * 25 + i, 100))
+            .collect();
+        client
+            .send_messages(
+                &name("crash"),
+                &name("t"),
+                &Partitioning::partition_id(0),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+        acknowledged += 25;
+    }
+    drop(client);
+    server.kill();
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let consumer = Consumer::new(id(1));
+    let mut next = 0u64;
+    while next < u64::from(acknowledged) {
+        let polled = client
+            .poll_messages(
+                &name("crash"),
+                &name("t"),
+                Some(0),
+                &consumer,
+                &PollingStrategy::offset(next),
+                300,
+                false,
+            )
+            .await
+            .unwrap();
+        assert!(
+            !polled.messages.is_empty(),
+            "offset {next} of {acknowledged} is missing after SIGKILL"
+        );
+        for message in &polled.messages {
+            assert_eq!(message.header.offset, next);
+            assert!(message.payload.starts_with(format!("m-{next}-").as_bytes()));
+            next += 1;
+        }
+    }
+    assert_eq!(next, u64::from(acknowledged));
+}
+
+#[tokio::test]
+async fn given_expired_sealed_segment_when_cleaner_runs_should_delete_it_and_keep_the_active_one() {
+    let workdir = Workdir::new();
+    let options = ServerOptions::default().env("IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL", "1s");
+    let server = TestServer::start(&workdir, &options);
+    let client = root_client(server.tcp()).await;
+    client.create_stream("ret").await.unwrap();
+    let topic_options = TopicCreateOptions {
+        message_expiry: Some(IggyExpiry::ExpireDuration(IggyDuration::from(
+            Duration::from_secs(1),
+        ))),
+        segment_size: Some(IggyByteSize::from(1_048_576u64)),
+        ..TopicCreateOptions::default()
+    };
+    client
+        .create_topic(&name("ret"), "t", &topic_options)
+        .await
+        .unwrap();
+    for batch in 0..3u32 {
+        let mut messages: Vec<IggyMessage> = (0..6)
+            .map(|i| payload_message("r", batch * 6 + i, 100_000))
+            .collect();
+        client
+            .send_messages(
+                &name("ret"),
+                &name("t"),
+                &Partitioning::partition_id(0),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    let consumer = Consumer::new(id(1));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let polled = client
+            .poll_messages(
+                &name("ret"),
+                &name("t"),
+                Some(0),
+                &consumer,
+                &PollingStrategy::first(),
+                1,
+                false,
+            )
+            .await
+            .unwrap();
+        let first = polled
+            .messages
+            .first()
+            .map(|m| m.header.offset)
+            .expect("the active segment is never deleted");
+        if first > 0 {
+            assert_eq!(polled.current_offset, 17, "only old data went");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cleaner never deleted the expired sealed segment"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
