@@ -157,6 +157,11 @@ fn shard_options(
                 .messages
                 .cleaner_enabled
                 .then(|| Duration::from(config.data_maintenance.messages.interval)),
+            token_cleaner_interval: config
+                .personal_access_token
+                .cleaner
+                .enabled
+                .then(|| Duration::from(config.personal_access_token.cleaner.interval)),
         },
         metadata: recovered.state,
         metadata_commit: recovered.commit,

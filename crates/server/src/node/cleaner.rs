@@ -31,6 +31,36 @@ impl Node {
         }
     }
 
+    /// Shard 0: removes expired personal access tokens every interval
+    /// (`personal_access_token.cleaner`), as a committed operation so every
+    /// replica removes the same tokens.
+    pub(super) async fn run_token_cleaner(self: Rc<Self>, interval: Duration) {
+        loop {
+            compio::time::sleep(interval).await;
+            if self.ctx.is_stopping() {
+                return;
+            }
+            let now = now_us();
+            let any_expired = self
+                .metadata()
+                .users()
+                .any(|u| u.tokens().any(|t| t.is_expired(now)));
+            if any_expired {
+                let kind = engine::metadata::OpKind::DeleteExpiredPersonalAccessTokens;
+                let result = self
+                    .submit(engine::metadata::MetadataOp {
+                        timestamp_us: now,
+                        actor: engine::metadata::UserId(0),
+                        kind,
+                    })
+                    .await;
+                if let Ok(outcome) = result.outcome {
+                    info!(?outcome, "expired personal access tokens deleted");
+                }
+            }
+        }
+    }
+
     /// One pass over the owned partitions.
     pub async fn clean_once(&self) {
         let owned: Vec<u64> = self.partitions.borrow().keys().copied().collect();

@@ -130,6 +130,10 @@ impl Node {
         if self.committer.is_some() {
             compio::runtime::spawn(Committer::run(self.clone())).detach();
         }
+        if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
+        {
+            compio::runtime::spawn(self.clone().run_token_cleaner(interval)).detach();
+        }
         if let Some(interval) = self.ctx.limits.cleaner_interval {
             compio::runtime::spawn(self.clone().run_cleaner(interval)).detach();
         }

@@ -59,6 +59,8 @@ pub struct Limits {
     pub validate_checksum_on_read: bool,
     /// Period of the segment cleaner; `None` when it is disabled.
     pub cleaner_interval: Option<Duration>,
+    /// Period of the expired-token cleaner; `None` when it is disabled.
+    pub token_cleaner_interval: Option<Duration>,
 }
 
 type Inbox = MAsyncTx<Array<ShardMessage>>;
