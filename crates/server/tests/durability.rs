@@ -146,3 +146,36 @@ async fn given_expired_sealed_segment_when_cleaner_runs_should_delete_it_and_kee
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn given_many_metadata_operations_when_restarting_should_recover_from_snapshot_and_journal() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    // The root user is operation 1; 1005 more cross the snapshot interval.
+    for i in 0..1005 {
+        client.create_stream(&format!("stream-{i}")).await.unwrap();
+    }
+    client.delete_stream(&name("stream-7")).await.unwrap();
+    drop(client);
+    server.kill();
+    assert!(
+        workdir
+            .data()
+            .join("metadata")
+            .join("snapshot.bin")
+            .exists(),
+        "a snapshot was written"
+    );
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let streams = client.get_streams().await.unwrap();
+    assert_eq!(streams.len(), 1004);
+    assert!(streams.iter().all(|s| s.name != "stream-7"));
+    let recreated = client.create_stream("again").await.unwrap();
+    assert_eq!(
+        recreated.id, 7,
+        "the lowest free id is reused after recovery"
+    );
+}

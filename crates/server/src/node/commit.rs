@@ -32,8 +32,14 @@ pub struct CommitResult {
 
 type Submission = (MetadataOp, TxOneshot<CommitResult>);
 
+/// Durable operations between metadata snapshots; a snapshot lets the WAL
+/// prefix it covers be compacted away, bounding recovery time.
+pub const SNAPSHOT_EVERY_OPS: u64 = 1000;
+
 pub struct Committer {
     queue: RefCell<VecDeque<Submission>>,
+    /// Journal sequence covered by the last snapshot.
+    snapshot_sequence: std::cell::Cell<u64>,
     wake: RefCell<Option<TxOneshot<()>>>,
     journal: Journal<RealStorage>,
 }
@@ -61,8 +67,10 @@ impl Committer {
                     metadata_dir.display()
                 )
             })?;
+        let snapshot_sequence = std::cell::Cell::new(journal.last_sequence());
         Ok(Self {
             queue: RefCell::new(VecDeque::new()),
+            snapshot_sequence,
             wake: RefCell::new(None),
             journal,
         })
@@ -126,6 +134,7 @@ impl Committer {
         }
         if journaled {
             self.sync().await;
+            self.maybe_snapshot(node).await;
         }
         for (op, outcome, reply) in applied {
             let commit = node.ctx.next_commit();
@@ -136,6 +145,37 @@ impl Committer {
                 outcome: Ok(outcome),
                 commit,
             });
+        }
+    }
+
+    /// Writes a snapshot when enough durable operations accumulated. Live
+    /// client sessions (and so group memberships) are left out: after a
+    /// restart they are gone, exactly as when replaying the journal.
+    async fn maybe_snapshot(&self, node: &Rc<Node>) {
+        let sequence = self.journal.last_sequence();
+        if sequence < self.snapshot_sequence.get() + SNAPSHOT_EVERY_OPS {
+            return;
+        }
+        let mut state = node.metadata().clone();
+        let clients: Vec<_> = state.clients().map(|c| c.id).collect();
+        for client in clients {
+            let op = MetadataOp {
+                timestamp_us: 0,
+                actor: engine::metadata::UserId(0),
+                kind: OpKind::UnregisterClient { client },
+            };
+            state
+                .apply(&op)
+                .expect("unregistering a registered client always applies");
+        }
+        let mut payload = Vec::new();
+        state.encode_snapshot(&mut payload);
+        match self.journal.write_snapshot(sequence, payload).await {
+            Ok(()) => {
+                self.snapshot_sequence.set(sequence);
+                tracing::info!(sequence, "metadata snapshot written; journal compacted");
+            }
+            Err(e) => fatal(&format!("cannot write the metadata snapshot: {e}")),
         }
     }
 
