@@ -179,3 +179,59 @@ async fn given_many_metadata_operations_when_restarting_should_recover_from_snap
         "the lowest free id is reused after recovery"
     );
 }
+
+#[tokio::test]
+async fn given_purged_topic_when_restarting_should_stay_purged_and_keep_new_messages() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    client.create_stream("p").await.unwrap();
+    client
+        .create_topic(&name("p"), "t", &TopicCreateOptions::default())
+        .await
+        .unwrap();
+    let send = |tag: &'static str, count: u32| {
+        let client = &client;
+        async move {
+            let mut messages: Vec<IggyMessage> =
+                (0..count).map(|i| payload_message(tag, i, 10)).collect();
+            client
+                .send_messages(
+                    &name("p"),
+                    &name("t"),
+                    &Partitioning::partition_id(0),
+                    &mut messages,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    send("old", 5).await;
+    client.purge_topic(&name("p"), &name("t")).await.unwrap();
+    send("new", 2).await;
+    drop(client);
+    assert!(server.stop().0.success());
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let polled = client
+        .poll_messages(
+            &name("p"),
+            &name("t"),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::first(),
+            10,
+            false,
+        )
+        .await
+        .unwrap();
+    let payloads: Vec<_> = polled
+        .messages
+        .iter()
+        .map(|m| (m.header.offset, m.payload.clone()))
+        .collect();
+    assert_eq!(payloads.len(), 2, "{payloads:?}");
+    assert_eq!(payloads[0].0, 0);
+    assert!(payloads.iter().all(|(_, p)| p.starts_with(b"new-")));
+}

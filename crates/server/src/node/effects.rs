@@ -4,11 +4,13 @@
 //! partitions.
 
 use engine::metadata::ApplyOutcome;
+use engine::metadata::ops::TopicPurged;
 use engine::metadata::topic::options::TopicOptions;
 use tracing::error;
 
 use super::Node;
 use super::partitions::PartitionAddr;
+use super::purge_gen;
 
 impl Node {
     pub(crate) async fn on_applied(&self, outcome: &ApplyOutcome) {
@@ -64,13 +66,11 @@ impl Node {
                 self.delete_partitions_where(|a| a.stream == s).await;
                 self.remove_empty_dir(self.ctx.data_path.join("streams").join(s.to_string()));
             }
-            A::TopicPurged(p) => {
-                self.purge_partitions_where(|a| a.stream == p.stream.0 && a.topic == p.topic.0)
-                    .await
-            }
-            A::StreamPurged { stream, .. } => {
-                let s = stream.0;
-                self.purge_partitions_where(|a| a.stream == s).await;
+            A::TopicPurged(p) => self.purge_topic(p).await,
+            A::StreamPurged { topics, .. } => {
+                for p in topics {
+                    self.purge_topic(p).await;
+                }
             }
             A::SegmentsDeleted {
                 stream,
@@ -115,6 +115,15 @@ impl Node {
             if !self.owns(addr.ns()) {
                 continue;
             }
+            // A new partition starts empty: a directory left by a deletion
+            // that a crash interrupted must not be adopted.
+            let dir = self.partition_dir(addr);
+            if dir.exists()
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+            {
+                error!(?addr, "cannot remove a stale partition directory: {e}");
+                continue;
+            }
             if let Err(e) = self.open_partition(addr, &options).await {
                 error!(?addr, "cannot create the partition log: {e}");
             }
@@ -143,14 +152,23 @@ impl Node {
         }
     }
 
-    async fn purge_partitions_where(&self, filter: impl Fn(&PartitionAddr) -> bool) {
-        for ns in self.owned_where(filter) {
-            let partition = self.partitions.borrow().get(&ns).cloned();
-            if let Some(partition) = partition
-                && let Err(e) = partition.purge().await
-            {
-                error!(ns, "cannot purge the partition: {e}");
-            }
+    /// Purges the owned partitions of a topic and records the generation.
+    async fn purge_topic(&self, purged: &TopicPurged) {
+        let (s, t) = (purged.stream.0, purged.topic.0);
+        for ns in self.owned_where(|a| a.stream == s && a.topic == t) {
+            self.purge_partition(ns, purged.purge_generation).await;
+        }
+    }
+
+    pub(super) async fn purge_partition(&self, ns: u64, generation: u64) {
+        let partition = self.partitions.borrow().get(&ns).cloned();
+        let Some(partition) = partition else { return };
+        if let Err(e) = partition.purge().await {
+            error!(ns, "cannot purge the partition: {e}");
+            return;
+        }
+        if let Err(e) = purge_gen::store(&self.partition_dir(addr_of(ns)), generation).await {
+            error!(ns, "cannot record the purge generation: {e}");
         }
     }
 

@@ -19,6 +19,7 @@ mod effects;
 pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;
+mod purge_gen;
 
 use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::collections::HashMap;
@@ -90,6 +91,7 @@ impl Node {
         let owned: Vec<(
             PartitionAddr,
             engine::metadata::topic::options::TopicOptions,
+            u64,
         )> = {
             let metadata = self.metadata();
             metadata
@@ -104,13 +106,14 @@ impl Node {
                                 partition: p.id.0,
                             },
                             t.options,
+                            t.purge_generation,
                         )
                     })
                 })
-                .filter(|(addr, _)| self.owns(addr.ns()))
+                .filter(|(addr, _, _)| self.owns(addr.ns()))
                 .collect()
         };
-        for (addr, options) in &owned {
+        for (addr, options, purge_generation) in &owned {
             self.open_partition(*addr, options).await.map_err(|e| {
                 anyhow::anyhow!(
                     "partition {}/{}/{}: {e}",
@@ -119,6 +122,11 @@ impl Node {
                     addr.partition
                 )
             })?;
+            // A purge committed before a crash but not carried out on disk.
+            if purge_gen::load(&self.partition_dir(*addr)).await < *purge_generation {
+                info!(?addr, "completing a purge interrupted by a restart");
+                self.purge_partition(addr.ns(), *purge_generation).await;
+            }
         }
         if !owned.is_empty() {
             info!(
