@@ -138,9 +138,17 @@ impl Committer {
         }
         for (op, outcome, reply) in applied {
             let commit = node.ctx.next_commit();
-            broadcast(node, Arc::new(op), commit).await;
+            let acks = broadcast(node, Arc::new(op), commit).await;
             node.mark_applied(commit);
             node.on_applied(&outcome).await;
+            // The answer waits for every shard, so an acknowledged operation
+            // is visible everywhere: a purge has emptied the partitions, a
+            // new topic's partitions exist on their owners, whichever shard
+            // serves the client's next request.
+            for ack in acks {
+                // An error means the shard is gone (shutdown); nothing waits.
+                let _ = ack.await;
+            }
             reply.send(CommitResult {
                 outcome: Ok(outcome),
                 commit,
@@ -194,21 +202,28 @@ impl Committer {
     }
 }
 
-async fn broadcast(node: &Rc<Node>, op: Arc<MetadataOp>, commit: u64) {
+/// Sends a committed operation to every other shard; each answer arrives
+/// once that shard has applied it and its partition effects.
+async fn broadcast(node: &Rc<Node>, op: Arc<MetadataOp>, commit: u64) -> Vec<RxOneshot<()>> {
+    let mut acks = Vec::with_capacity(node.ctx.shard_count);
     for shard in 0..node.ctx.shard_count {
         if shard == usize::from(node.shard_id) {
             continue;
         }
+        let (applied, ack) = oneshot();
         node.ctx
             .send(
                 shard,
                 ShardMessage::MetadataApplied {
                     op: op.clone(),
                     commit,
+                    applied,
                 },
             )
             .await;
+        acks.push(ack);
     }
+    acks
 }
 
 fn fatal(message: &str) -> ! {

@@ -35,8 +35,13 @@ pub enum ShardMessage {
         op: MetadataOp,
         reply: TxOneshot<CommitResult>,
     },
-    /// From shard 0: apply this committed operation (in commit order).
-    MetadataApplied { op: Arc<MetadataOp>, commit: u64 },
+    /// From shard 0: apply this committed operation (in commit order), with
+    /// its effects on this shard's partitions, then signal `applied`.
+    MetadataApplied {
+        op: Arc<MetadataOp>,
+        commit: u64,
+        applied: TxOneshot<()>,
+    },
     /// To a partition's owner: run this partition operation.
     Partition(PartitionCall),
 }

@@ -242,8 +242,13 @@ async fn shard_main(start: ShardStart) {
             ShardMessage::Shutdown => break,
             ShardMessage::AdoptTcp { stream, peer } => transport::tcp::adopt(&shard, stream, peer),
             ShardMessage::MetadataSubmit { op, reply } => shard.node.enqueue_commit(op, reply),
-            ShardMessage::MetadataApplied { op, commit } => {
-                shard.node.apply_committed(&op, commit).await
+            ShardMessage::MetadataApplied {
+                op,
+                commit,
+                applied,
+            } => {
+                shard.node.apply_committed(&op, commit).await;
+                applied.send(());
             }
             ShardMessage::Partition(call) => shard.node.serve_partition_call(call),
         }
