@@ -158,27 +158,21 @@ async fn read_topic(client: &IggyClient, topic: &str) -> Vec<Vec<IggyMessage>> {
     partitions
 }
 
-fn header_u32(message: &IggyMessage, key: &str) -> u32 {
-    let headers = message
-        .user_headers_map()
-        .unwrap()
-        .expect("user headers survive");
-    headers[&header_key(key)].as_uint32().unwrap()
-}
-
-/// Checks one partition's messages against what the producer sent.
-fn check_partition(partition: u32, messages: &[IggyMessage], sent: &Sent) {
+/// Checks one partition's messages against what the producer sent and
+/// returns their indexes (user headers are decoded once per message).
+fn check_partition(partition: u32, messages: &[IggyMessage], sent: &Sent) -> Vec<u32> {
     let mut previous_timestamp = 0;
+    let mut indexes = Vec::with_capacity(messages.len());
     for (position, m) in messages.iter().enumerate() {
         assert_eq!(
             m.header.offset, position as u64,
             "offsets are contiguous in partition {partition}"
         );
-        let index = header_u32(m, "index");
-        let batch = header_u32(m, "batch");
+        let headers = m.user_headers_map().unwrap().expect("user headers survive");
+        let index = headers[&header_key("index")].as_uint32().unwrap();
+        let batch = headers[&header_key("batch")].as_uint32().unwrap();
         assert_eq!(batch, index / BATCH_SIZE);
         assert_eq!(m.payload, format!("payload-{index}").as_bytes());
-        let headers = m.user_headers_map().unwrap().unwrap();
         assert_eq!(
             headers[&header_key("note")].as_str().unwrap(),
             format!("n{}", index % 13)
@@ -199,7 +193,9 @@ fn check_partition(partition: u32, messages: &[IggyMessage], sent: &Sent) {
                 "batch {batch} sent to partition {expected}"
             );
         }
+        indexes.push(index);
     }
+    indexes
 }
 
 /// Checks every message arrived exactly once, batches stay whole and
@@ -212,12 +208,11 @@ fn check_topic(partitions: &[Vec<IggyMessage>], sent: &Sent) {
     let mut balanced_partitions = BTreeSet::new();
     for (partition, messages) in partitions.iter().enumerate() {
         let partition = partition as u32;
-        check_partition(partition, messages, sent);
-        for chunk in messages.chunks(BATCH_SIZE as usize) {
-            let batch = header_u32(&chunk[0], "batch");
-            let indexes: Vec<u32> = chunk.iter().map(|m| header_u32(m, "index")).collect();
+        let indexes = check_partition(partition, messages, sent);
+        for chunk in indexes.chunks(BATCH_SIZE as usize) {
+            let batch = chunk[0] / BATCH_SIZE;
             let expected: Vec<u32> = (batch * BATCH_SIZE..(batch + 1) * BATCH_SIZE).collect();
-            assert_eq!(indexes, expected, "batch {batch} is whole and in order");
+            assert_eq!(chunk, expected, "batch {batch} is whole and in order");
             match mode_of(batch) {
                 Mode::Key(key) => {
                     let first = *key_partition.entry(key).or_insert(partition);
@@ -229,7 +224,7 @@ fn check_topic(partitions: &[Vec<IggyMessage>], sent: &Sent) {
                 Mode::Partition(_) => {}
             }
         }
-        seen.extend(messages.iter().map(|m| header_u32(m, "index")));
+        seen.extend(indexes);
     }
     assert_eq!(seen.len(), MESSAGES as usize, "every index exactly once");
     assert_eq!(
