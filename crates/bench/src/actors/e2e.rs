@@ -5,11 +5,13 @@
 //! The read position starts at the partition's message count (0 for a stream
 //! this run created) and follows the offsets it reads. When the server's
 //! send reply carries a confirmation, its base offset re-anchors the read
-//! position, so the actor never mistakes older data for its own batch.
+//! position, so the actor never mistakes older data for its own batch; the
+//! ids of the messages read back are checked against the ids just sent.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use anyhow::bail;
 use iggy::prelude::{
     Consumer, Identifier, IggyClient, MessageClient, Partitioning, PollingStrategy, TopicClient,
 };
@@ -82,6 +84,7 @@ impl EndToEnd {
         state.limiter.throttle(payload_bytes).await;
         let batch = state.pool.next_batch();
         let expected = batch.len() as u32;
+        let first_id = batch.first().map_or(0, |message| message.header.id);
         let started = Instant::now();
         let reply = self
             .client
@@ -95,7 +98,7 @@ impl EndToEnd {
         if let Some(confirmation) = reply.confirmations.first() {
             state.next_offset = confirmation.base_offset;
         }
-        self.receive(state, expected).await?;
+        self.receive(state, first_id, expected).await?;
         Ok(Op {
             started,
             latency: started.elapsed(),
@@ -104,8 +107,11 @@ impl EndToEnd {
         })
     }
 
-    /// Polls until `expected` messages from `next_offset` on have arrived.
-    async fn receive(&self, state: &mut Loop, expected: u32) -> anyhow::Result<()> {
+    /// Polls until `expected` messages from `next_offset` on have arrived,
+    /// checking they are the batch just sent (ids `first_id`, `first_id + 1`,
+    /// ...): a latency measured on someone else's messages would be
+    /// meaningless.
+    async fn receive(&self, state: &mut Loop, first_id: u128, expected: u32) -> anyhow::Result<()> {
         let mut idle = IdleWatch::new(self.context.workload.idle_timeout, 0, Instant::now());
         let mut backoff = Backoff::default();
         let mut received = 0u32;
@@ -128,6 +134,17 @@ impl EndToEnd {
                 continue;
             };
             backoff.reset();
+            for (index, message) in polled.messages.iter().enumerate() {
+                let want = first_id + u128::from(received) + index as u128;
+                if message.header.id != want {
+                    bail!(
+                        "actor {} polled message id {:#x} at offset {}, expected its own id {want:#x}",
+                        self.actor.id.0,
+                        message.header.id,
+                        message.header.offset
+                    );
+                }
+            }
             state.next_offset = last.header.offset + 1;
             received += polled.messages.len() as u32;
             idle.observe(u64::from(received), Instant::now());
