@@ -157,6 +157,10 @@ fn shard_options(
                 .messages
                 .cleaner_enabled
                 .then(|| Duration::from(config.data_maintenance.messages.interval)),
+            heartbeat_interval: config
+                .heartbeat
+                .enabled
+                .then(|| Duration::from(config.heartbeat.interval)),
             token_cleaner_interval: config
                 .personal_access_token
                 .cleaner

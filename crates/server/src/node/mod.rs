@@ -16,6 +16,7 @@ mod cleaner;
 pub mod clients;
 mod commit;
 mod effects;
+pub mod heartbeat;
 pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;
@@ -61,6 +62,8 @@ pub struct Node {
     /// Dedupe state of the clients connected to this shard.
     client_table: RefCell<ClientTable>,
     partitions: RefCell<HashMap<u64, Rc<OwnedPartition>>>,
+    /// Connections of this shard, for the heartbeat verifier.
+    pub liveness: heartbeat::LivenessTable,
     /// Round-robin counters for Balanced partitioning, per topic namespace.
     balanced: RefCell<HashMap<u64, u32>>,
 }
@@ -81,6 +84,7 @@ impl Node {
             client_table: RefCell::new(ClientTable::new(ctx.limits.clients_table_max)),
             partitions: RefCell::new(HashMap::new()),
             balanced: RefCell::new(HashMap::new()),
+            liveness: heartbeat::LivenessTable::default(),
             committer,
             ctx,
         }
@@ -141,6 +145,9 @@ impl Node {
         if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
         {
             compio::runtime::spawn(self.clone().run_token_cleaner(interval)).detach();
+        }
+        if let Some(interval) = self.ctx.limits.heartbeat_interval {
+            compio::runtime::spawn(self.clone().run_heartbeat_verifier(interval)).detach();
         }
         if let Some(interval) = self.ctx.limits.cleaner_interval {
             compio::runtime::spawn(self.clone().run_cleaner(interval)).detach();

@@ -48,6 +48,8 @@ pub struct Session {
     /// Server-side connection number (client records show its low 32 bits).
     pub connection_id: u64,
     pub bound: Option<Bound>,
+    /// When the last request arrived (read by the heartbeat verifier).
+    pub last_request: Rc<std::cell::Cell<std::time::Instant>>,
 }
 
 impl Session {
@@ -60,12 +62,14 @@ impl Session {
             peer,
             connection_id,
             bound: None,
+            last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
         }
     }
 
     /// Handles one whole frame (header and body).
     pub async fn handle(&mut self, frame: Vec<u8>) -> Reply {
         let _busy = self.shard.request_guard();
+        self.last_request.set(std::time::Instant::now());
         let header =
             match RequestHeader::decode(&frame).and_then(|h| h.validate(frame.len()).map(|()| h)) {
                 Ok(header) => header,

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use protocol::header::{HEADER_SIZE, frame_size};
 
+use crate::node::heartbeat::Liveness;
 use crate::session::{self, Transport};
 use crate::shard::{Shard, ShardMessage};
 
@@ -104,10 +105,26 @@ async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
 ) -> std::io::Result<()> {
-    let mut session = session::Session::new(shard.clone(), Transport::Tcp, peer);
+    let session = session::Session::new(shard.clone(), Transport::Tcp, peer);
+    let connection_id = session.connection_id;
+    let liveness = Liveness {
+        last_request: session.last_request.clone(),
+        fd: stream.as_raw_fd(),
+    };
+    shard.node.liveness.track(connection_id, liveness);
+    let result = serve_frames(shard, &mut stream, session).await;
+    shard.node.liveness.untrack(connection_id);
+    result
+}
+
+async fn serve_frames(
+    shard: &Rc<Shard>,
+    stream: &mut TcpStream,
+    mut session: session::Session,
+) -> std::io::Result<()> {
     let frame_max = shard.ctx.frame_max_bytes;
     loop {
-        let Some(frame) = read_frame(&mut stream, frame_max).await? else {
+        let Some(frame) = read_frame(stream, frame_max).await? else {
             return Ok(());
         };
         let reply = session.handle(frame).await;

@@ -1,0 +1,95 @@
+//! The heartbeat verifier (`heartbeat.interval`): a connection that holds a
+//! consumer-group membership and has sent nothing for 1.2 × interval is
+//! closed, so its memberships are released and its groups rebalance.
+//! Connections without memberships are left alone (configuration §7.8).
+//!
+//! Each shard tracks its own connections: the last time a request arrived
+//! and a way to close the socket. Closing shuts the socket down; the
+//! connection's task then sees the end of the stream and ends the session
+//! like any disconnect. (The SDK treats the closed connection like the
+//! reference's StaleClient eviction: it reconnects and logs in again.)
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use engine::metadata::ClientId;
+use tracing::info;
+
+use super::Node;
+
+/// A stale connection is one silent for this many intervals.
+const STALE_AFTER_INTERVALS: f64 = 1.2;
+
+/// What the verifier knows about one connection.
+pub struct Liveness {
+    pub last_request: Rc<Cell<Instant>>,
+    pub fd: RawFd,
+}
+
+#[derive(Default)]
+pub struct LivenessTable {
+    connections: std::cell::RefCell<HashMap<u64, Liveness>>,
+}
+
+impl LivenessTable {
+    pub fn track(&self, connection_id: u64, liveness: Liveness) {
+        self.connections
+            .borrow_mut()
+            .insert(connection_id, liveness);
+    }
+
+    /// Must run before the socket closes, so a reused descriptor is never
+    /// shut down by mistake.
+    pub fn untrack(&self, connection_id: u64) {
+        self.connections.borrow_mut().remove(&connection_id);
+    }
+
+    fn silent_since(&self, cutoff: Instant) -> Vec<(u64, RawFd)> {
+        let connections = self.connections.borrow();
+        connections
+            .iter()
+            .filter(|(_, l)| l.last_request.get() < cutoff)
+            .map(|(id, l)| (*id, l.fd))
+            .collect()
+    }
+}
+
+impl Node {
+    pub(super) async fn run_heartbeat_verifier(self: Rc<Self>, interval: Duration) {
+        let window = interval.mul_f64(STALE_AFTER_INTERVALS);
+        loop {
+            compio::time::sleep(interval).await;
+            if self.ctx.is_stopping() {
+                return;
+            }
+            let Some(cutoff) = Instant::now().checked_sub(window) else {
+                continue;
+            };
+            for (connection_id, fd) in self.liveness.silent_since(cutoff) {
+                if self.holds_membership(connection_id) {
+                    info!(
+                        connection_id,
+                        "closing a stale client that holds consumer-group memberships"
+                    );
+                    self.liveness.untrack(connection_id);
+                    // SAFETY: the descriptor is still open: it is untracked
+                    // before its connection's socket is closed.
+                    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+                }
+            }
+        }
+    }
+
+    fn holds_membership(&self, connection_id: u64) -> bool {
+        let Some(bound) = self.ctx.clients.get(connection_id).and_then(|r| r.bound) else {
+            return false;
+        };
+        !self
+            .metadata()
+            .client_memberships(ClientId(bound.client))
+            .is_empty()
+    }
+}
