@@ -47,9 +47,16 @@ impl<S: Storage> PartitionLog<S> {
         if flush {
             let log = self.clone();
             compio::runtime::spawn(async move {
+                // Cleared only once this flush holds the I/O lock: appends
+                // that arrive while an earlier flush runs then queue at most
+                // one more flush instead of one each.
+                let _io = log.inner.io.lock().await;
                 log.state_mut().flush_scheduled = false;
-                if let Err(error) = log.flush().await {
-                    tracing::warn!(dir = %log.dir().display(), %error, "background flush failed");
+                match log.flush_locked().await {
+                    Ok(()) | Err(StorageError::Deleted { .. } | StorageError::Purged { .. }) => {}
+                    Err(error) => {
+                        tracing::warn!(dir = %log.dir().display(), %error, "background flush failed")
+                    }
                 }
             })
             .detach();
@@ -277,8 +284,11 @@ impl<S: Storage> PartitionLog<S> {
         }
         let log = self.clone();
         compio::runtime::spawn(async move {
-            if let Err(error) = log.reserve_offsets(messages).await {
-                tracing::warn!(dir = %log.dir().display(), %error, "offset reservation failed");
+            match log.reserve_offsets(messages).await {
+                Ok(()) | Err(StorageError::Deleted { .. } | StorageError::Closed { .. }) => {}
+                Err(error) => {
+                    tracing::warn!(dir = %log.dir().display(), %error, "offset reservation failed")
+                }
             }
             log.state_mut().frontier_renewing = false;
         })
