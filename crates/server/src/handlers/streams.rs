@@ -62,13 +62,7 @@ pub async fn update(call: Call<'_>, request: UpdateStream<'_>) -> Reply {
         name: request.name.as_str().to_owned(),
     };
     let checked = refuse_options(&request.options);
-    write::execute_with(
-        call,
-        move |_| checked.map(|()| kind),
-        no_payload,
-        CacheReply::Yes,
-    )
-    .await
+    write::execute_checked(call, checked.map(|()| kind)).await
 }
 
 pub async fn delete(call: Call<'_>, stream_id: Identifier<'_>) -> Reply {

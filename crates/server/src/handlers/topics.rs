@@ -101,7 +101,7 @@ pub async fn update(call: Call<'_>, request: UpdateTopic<'_>) -> Reply {
         name: request.name.as_str().to_owned(),
         options,
     });
-    write::execute_with(call, move |_| kind, no_payload, CacheReply::Yes).await
+    write::execute_checked(call, kind).await
 }
 
 pub async fn delete(call: Call<'_>, request: TopicRef<'_>) -> Reply {

@@ -96,13 +96,7 @@ pub async fn update(call: Call<'_>, request: UpdateUser<'_>) -> Reply {
         status: request.status.map(user_status),
     };
     let checked = refuse_options(&request.options);
-    write::execute_with(
-        call,
-        move |_| checked.map(|()| kind),
-        no_payload,
-        CacheReply::Yes,
-    )
-    .await
+    write::execute_checked(call, checked.map(|()| kind)).await
 }
 
 pub async fn delete(call: Call<'_>, user_id: Identifier<'_>) -> Reply {

@@ -27,6 +27,12 @@ where
     execute_with(call, move |_| Ok(kind), respond, CacheReply::Yes).await
 }
 
+/// Runs a write with an empty success payload whose operation may already
+/// have been refused while decoding (e.g. an unsupported option).
+pub async fn execute_checked(call: Call<'_>, kind: Result<OpKind, ErrorCode>) -> Reply {
+    execute_with(call, move |_| kind, no_payload, CacheReply::Yes).await
+}
+
 /// Whether the reply may be replayed verbatim to a retry. A reply carrying a
 /// secret shown only once (a new personal access token) may not: its retry
 /// is answered with `PersonalAccessTokenAlreadyExists` instead.
