@@ -2,6 +2,7 @@
 
 mod args;
 mod boot;
+mod diagnostics;
 mod handlers;
 mod node;
 mod session;

@@ -89,7 +89,7 @@ async fn route(call: Call<'_>, request: Request<'_>, body: &[u8]) -> Reply {
         R::GetClient(r) => system::client(&call, r.client_id),
         R::GetClients => system::clients(&call),
         R::DescribeOptions(r) => system::describe_options(&call, r.scope),
-        R::GetSnapshot(_) => call.deny(ErrorCode::FeatureUnavailable),
+        R::GetSnapshot(r) => system::snapshot(&call, r.compression, r.types),
         R::AttachConsumerSession(_)
         | R::GetPollRouting(_)
         | R::PollMessagesOnPrimary(_)

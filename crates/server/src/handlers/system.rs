@@ -184,6 +184,26 @@ pub fn clients(call: &Call<'_>) -> Reply {
     call.ok(&out)
 }
 
+/// The diagnostics archive; too large for one frame → 9000.
+pub fn snapshot(call: &Call<'_>, compression: u8, types: &[u8]) -> Reply {
+    if !call
+        .node()
+        .metadata()
+        .is_allowed(call.user(), Action::ReadServers)
+    {
+        return call.deny(ErrorCode::Unauthorized);
+    }
+    match crate::diagnostics::snapshot(&call.node().ctx, compression, types) {
+        Ok(archive)
+            if archive.len() + protocol::header::HEADER_SIZE <= call.node().ctx.frame_max_bytes =>
+        {
+            call.ok(&archive)
+        }
+        Ok(_) => call.deny(ErrorCode::SnapshotFileCompletionFailed),
+        Err(code) => call.deny(code),
+    }
+}
+
 pub fn describe_options(call: &Call<'_>, scope: OptionsScope) -> Reply {
     let defaults = TopicOptions::default();
     let entries: Vec<(OptionEntry, Vec<u8>)> = match scope {
