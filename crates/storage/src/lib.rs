@@ -14,6 +14,7 @@ pub mod seam;
 
 pub use error::{Result, StorageError};
 pub use partition::{
-    AppendReceipt, LogOptions, PartitionLog, PolledRecord, RecoveryReport, SegmentInfo,
+    AppendReceipt, FlushObserver, LogOptions, PartitionLog, PolledRecord, RecoveryReport,
+    SegmentInfo,
 };
 pub use seam::{RealStorage, SimStorage, Storage, StorageFile};

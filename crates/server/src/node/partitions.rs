@@ -7,7 +7,6 @@
 //! answer comes back on a oneshot channel. Replies are owned bytes so they
 //! can cross threads.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -109,18 +108,6 @@ pub struct OwnedPartition {
     durability: Durability,
     offset_durability: Durability,
     partition_id: u32,
-    flush_thresholds: FlushThresholds,
-    /// Messages and bytes appended since the figures were last refreshed
-    /// after a flush.
-    unflushed: Cell<(u64, u64)>,
-}
-
-/// Storage's background-flush thresholds, mirrored so the shard knows when
-/// one has started (see `OwnedPartition::note_appended`).
-#[derive(Debug, Clone, Copy)]
-struct FlushThresholds {
-    messages: u64,
-    bytes: u64,
 }
 
 /// Most bytes one poll reply carries (well below the frame caps).
@@ -158,7 +145,7 @@ impl Node {
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             ..LogOptions::default()
         };
-        let (log, report) = PartitionLog::open(RealStorage, &dir, log_options.clone()).await?;
+        let (log, report) = PartitionLog::open(RealStorage, &dir, log_options).await?;
         if !report.truncated.is_empty() {
             warn!(dir = %dir.display(), truncated = ?report.truncated, "recovered a partition with a torn tail");
         }
@@ -181,13 +168,14 @@ impl Node {
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
             partition_id: addr.partition,
-            flush_thresholds: FlushThresholds {
-                messages: log_options.messages_required_to_save,
-                bytes: log_options.size_of_messages_required_to_save,
-            },
-            unflushed: Cell::new((0, 0)),
         };
         partition.publish_stats();
+        // A background flush can roll segments over after an append has
+        // returned; republish then too, so replies never show a stale count.
+        let stats = partition.stats.clone();
+        partition
+            .log
+            .observe_flushes(Rc::new(move |log| publish_stats(log, &stats)));
         self.partitions.borrow_mut().insert(ns, Rc::new(partition));
         Ok(())
     }
@@ -273,43 +261,12 @@ impl OwnedPartition {
         publish_stats(&self.log, &self.stats);
     }
 
-    /// Storage flushes in the background once a flush threshold is crossed,
-    /// and that flush can roll segments over, which changes the published
-    /// segment count while nothing else republishes it. Crossing the same
-    /// threshold here queues a flush behind storage's own (both take the
-    /// log's I/O lock, so this one finds little or nothing left to write) and
-    /// republishes the figures once it is done.
-    fn note_appended(&self, messages: u64, bytes: u64) {
-        let (messages, bytes) = {
-            let (m, b) = self.unflushed.get();
-            (m + messages, b + bytes)
-        };
-        let thresholds = self.flush_thresholds;
-        if messages < thresholds.messages && bytes < thresholds.bytes {
-            self.unflushed.set((messages, bytes));
-            return;
-        }
-        self.unflushed.set((0, 0));
-        let (log, stats) = (self.log.clone(), self.stats.clone());
-        compio::runtime::spawn(async move {
-            match log.flush().await {
-                Ok(()) => publish_stats(&log, &stats),
-                // The partition was deleted or poisoned meanwhile; the
-                // failure is reported where it matters, on the next write.
-                Err(e) => tracing::debug!(dir = %log.dir().display(), "stats refresh skipped: {e}"),
-            }
-        })
-        .detach();
-    }
-
     fn current_offset(&self) -> u64 {
         self.log.last_offset().unwrap_or(0)
     }
 
     async fn append(&self, record: Vec<u8>) -> Result<PartitionReply, StorageError> {
-        let bytes = record.len() as u64;
         let receipt = self.log.append(record, super::process_stats::now_us())?;
-        self.note_appended(receipt.last_offset - receipt.base_offset + 1, bytes);
         if self.durability == Durability::Persisted {
             self.log.wait_durable(receipt.last_offset).await?;
         }

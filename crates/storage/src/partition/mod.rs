@@ -153,7 +153,14 @@ struct Inner<S: Storage> {
     state: RefCell<LogState<S::File>>,
     /// Serialises file mutations: flush, fsync, rollover, retention.
     io: AsyncLock,
+    /// Called after each background flush (which may roll segments over),
+    /// so an owner can republish figures it derives from the log.
+    flush_observer: RefCell<Option<FlushObserver<S>>>,
 }
+
+/// See [`PartitionLog::observe_flushes`].
+/// It receives the log, so it need not hold a handle (no reference cycle).
+pub type FlushObserver<S> = Rc<dyn Fn(&PartitionLog<S>)>;
 
 /// One partition's log; clones are handles to the same log.
 pub struct PartitionLog<S: Storage> {
@@ -187,10 +194,16 @@ impl<S: Storage> PartitionLog<S> {
             options,
             state: RefCell::new(state),
             io: AsyncLock::default(),
+            flush_observer: RefCell::new(None),
         };
         Self {
             inner: Rc::new(inner),
         }
+    }
+
+    /// Registers a callback run after every successful background flush.
+    pub fn observe_flushes(&self, observer: FlushObserver<S>) {
+        *self.inner.flush_observer.borrow_mut() = Some(observer);
     }
 
     fn state(&self) -> Ref<'_, LogState<S::File>> {

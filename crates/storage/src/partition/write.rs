@@ -50,10 +50,18 @@ impl<S: Storage> PartitionLog<S> {
                 // Cleared only once this flush holds the I/O lock: appends
                 // that arrive while an earlier flush runs then queue at most
                 // one more flush instead of one each.
-                let _io = log.inner.io.lock().await;
+                let io_guard = log.inner.io.lock().await;
                 log.state_mut().flush_scheduled = false;
-                match log.flush_locked().await {
-                    Ok(()) | Err(StorageError::Deleted { .. } | StorageError::Purged { .. }) => {}
+                let flushed = log.flush_locked().await;
+                drop(io_guard);
+                match flushed {
+                    Ok(()) => {
+                        let observer = log.inner.flush_observer.borrow().clone();
+                        if let Some(observer) = observer {
+                            observer(&log);
+                        }
+                    }
+                    Err(StorageError::Deleted { .. } | StorageError::Purged { .. }) => {}
                     Err(error) => {
                         tracing::warn!(dir = %log.dir().display(), %error, "background flush failed")
                     }

@@ -392,3 +392,32 @@ async fn given_bit_rot_after_open_when_reading_with_validation_should_refuse_the
     let shared = Rc::strong_count(&log.read(0, 1, u64::MAX).await.unwrap()[0].bytes);
     assert!(shared >= 1);
 }
+
+#[compio::test]
+async fn given_flush_observer_when_threshold_triggers_background_flush_should_be_called() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        messages_required_to_save: 2,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    let calls = Rc::new(std::cell::Cell::new(0u32));
+    let seen = calls.clone();
+    log.observe_flushes(Rc::new(move |log| {
+        assert_eq!(
+            log.unflushed_bytes(),
+            0,
+            "called after the flush wrote everything pending"
+        );
+        seen.set(seen.get() + 1);
+    }));
+    log.append(record(1, 1, 10), 1).unwrap();
+    log.append(record(2, 1, 10), 2).unwrap();
+    for _ in 0..100 {
+        if calls.get() > 0 {
+            break;
+        }
+        compio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    assert_eq!(calls.get(), 1);
+}
