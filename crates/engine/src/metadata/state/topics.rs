@@ -8,7 +8,7 @@
 use super::{Ctx, MetadataState};
 use crate::metadata::errors::MetadataError;
 use crate::metadata::ids::{
-    Ident, PARTITION_ID_LIMIT, PartitionId, TOPIC_ID_LIMIT, TopicId, lowest_unused,
+    Ident, PARTITION_ID_LIMIT, PartitionId, StreamId, TOPIC_ID_LIMIT, TopicId, lowest_unused,
 };
 use crate::metadata::names::validate_topic_name;
 use crate::metadata::ops::{ApplyOutcome, OpKind, TopicPurged};
@@ -95,14 +95,7 @@ impl MetadataState {
         name: &str,
         options: &[OptionEntry],
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        self.check(
-            ctx,
-            Action::ManageTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         validate_topic_name(name)?;
         let record = self
             .streams
@@ -137,11 +130,13 @@ impl MetadataState {
         })
     }
 
-    pub(super) fn delete_topic(
-        &mut self,
+    /// Resolves a topic the actor must be allowed to manage (update,
+    /// delete, purge, partitions, segments).
+    fn managed_topic(
+        &self,
         ctx: Ctx,
         (stream, topic): TopicRef<'_>,
-    ) -> Result<ApplyOutcome, MetadataError> {
+    ) -> Result<(StreamId, TopicId), MetadataError> {
         let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
         self.check(
             ctx,
@@ -150,6 +145,15 @@ impl MetadataState {
                 topic: topic_id,
             },
         )?;
+        Ok((stream_id, topic_id))
+    }
+
+    pub(super) fn delete_topic(
+        &mut self,
+        ctx: Ctx,
+        (stream, topic): TopicRef<'_>,
+    ) -> Result<ApplyOutcome, MetadataError> {
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         let record = self
             .streams
             .get_mut(&stream_id)
@@ -167,14 +171,7 @@ impl MetadataState {
         ctx: Ctx,
         (stream, topic): TopicRef<'_>,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        self.check(
-            ctx,
-            Action::ManageTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         let record = self.topic_mut(stream_id, topic_id);
         record.purge_generation += 1;
         Ok(ApplyOutcome::TopicPurged(TopicPurged {
@@ -190,14 +187,7 @@ impl MetadataState {
         (stream, topic): TopicRef<'_>,
         count: u32,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        self.check(
-            ctx,
-            Action::ManageTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         check_partitions_count(count, PARTITIONS_PER_REQUEST_MIN)?;
         let existing = self.topic_ref(stream_id, topic_id).partitions_count();
         let new_count = existing
@@ -228,14 +218,7 @@ impl MetadataState {
         (stream, topic): TopicRef<'_>,
         count: u32,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        self.check(
-            ctx,
-            Action::ManageTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         check_partitions_count(count, PARTITIONS_PER_REQUEST_MIN)?;
         let existing = self.topic_ref(stream_id, topic_id).partitions_count();
         let remaining =
@@ -264,14 +247,7 @@ impl MetadataState {
         partition: PartitionId,
         count: u32,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        self.check(
-            ctx,
-            Action::ManageTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id) = self.managed_topic(ctx, (stream, topic))?;
         if self
             .topic_ref(stream_id, topic_id)
             .partition(partition)
