@@ -5,7 +5,7 @@
 use super::{Ctx, MetadataState};
 use crate::metadata::errors::MetadataError;
 use crate::metadata::groups::ConsumerGroup;
-use crate::metadata::ids::{ClientId, ConsumerGroupId, Ident, PartitionId};
+use crate::metadata::ids::{ClientId, ConsumerGroupId, Ident, PartitionId, StreamId, TopicId};
 use crate::metadata::names::validate_group_name;
 use crate::metadata::ops::{ApplyOutcome, OpKind};
 use crate::metadata::permissions::Action;
@@ -58,15 +58,7 @@ impl MetadataState {
         (stream, topic): TopicRef<'_>,
         group: &Ident,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        let group_id = self.resolve_group((stream_id, topic_id), group)?;
-        self.check(
-            ctx,
-            Action::ReadTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
         let removed = self.topic_mut(stream_id, topic_id).groups.remove(&group_id);
         assert!(removed.is_some(), "resolved group is removed");
         Ok(ApplyOutcome::GroupDeleted {
@@ -91,15 +83,7 @@ impl MetadataState {
         else {
             unreachable!("dispatched by kind");
         };
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        let group_id = self.resolve_group((stream_id, topic_id), group)?;
-        self.check(
-            ctx,
-            Action::ReadTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
         if !self.clients.contains_key(client) {
             return Err(MetadataError::ClientNotFound { client: *client });
         }
@@ -118,13 +102,14 @@ impl MetadataState {
         })
     }
 
-    pub(super) fn complete_revocation(
-        &mut self,
+    /// Resolves a group of a topic the actor may read (every group
+    /// operation needs that permission).
+    fn readable_group(
+        &self,
         ctx: Ctx,
         (stream, topic): TopicRef<'_>,
         group: &Ident,
-        partition: PartitionId,
-    ) -> Result<ApplyOutcome, MetadataError> {
+    ) -> Result<(StreamId, TopicId, ConsumerGroupId), MetadataError> {
         let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
         let group_id = self.resolve_group((stream_id, topic_id), group)?;
         self.check(
@@ -134,6 +119,17 @@ impl MetadataState {
                 topic: topic_id,
             },
         )?;
+        Ok((stream_id, topic_id, group_id))
+    }
+
+    pub(super) fn complete_revocation(
+        &mut self,
+        ctx: Ctx,
+        (stream, topic): TopicRef<'_>,
+        group: &Ident,
+        partition: PartitionId,
+    ) -> Result<ApplyOutcome, MetadataError> {
+        let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
         let record = self.topic_mut(stream_id, topic_id);
         let partitions_count = record.partitions_count();
         let group_record = record
@@ -157,15 +153,7 @@ impl MetadataState {
         group: &Ident,
         client: ClientId,
     ) -> Result<ApplyOutcome, MetadataError> {
-        let (stream_id, topic_id) = self.resolve_topic(stream, topic)?;
-        let group_id = self.resolve_group((stream_id, topic_id), group)?;
-        self.check(
-            ctx,
-            Action::ReadTopic {
-                stream: stream_id,
-                topic: topic_id,
-            },
-        )?;
+        let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
         let record = self.topic_mut(stream_id, topic_id);
         let partitions_count = record.partitions_count();
         let group_record = record
