@@ -158,6 +158,28 @@ async fn given_malformed_frames_when_sent_should_answer_or_close_and_keep_servin
         3
     );
 
+    // A password guesser is cut off after a few failures.
+    let mut guesser = connect(addr);
+    let mut answered = 0;
+    for _ in 0..10 {
+        send(
+            &mut guesser,
+            CommandCode::LoginRegister,
+            0,
+            0,
+            &login_body("iggy", "guess"),
+        );
+        if read_frame(&mut guesser).is_none() {
+            break;
+        }
+        answered += 1;
+    }
+    assert_eq!(
+        answered, 5,
+        "five failed logins are answered, then the connection closes"
+    );
+    assert!(is_closed(&mut guesser));
+
     // The well-behaved client never noticed.
     good.ping().await.unwrap();
     assert!(good.get_streams().await.unwrap().is_empty());

@@ -11,6 +11,11 @@ use tracing::{debug, info};
 use super::{Bound, Reply, Session};
 use crate::node::LoginFailure;
 
+/// Failed logins one connection may make before it is closed: every attempt
+/// costs an Argon2 verification, so a client guessing passwords must at
+/// least pay for a new connection every few tries.
+pub const MAX_FAILED_LOGINS_PER_CONNECTION: u32 = 5;
+
 impl Session {
     pub(super) async fn login(&mut self, header: &RequestHeader, body: &[u8]) -> Reply {
         if let Some(bound) = self.bound {
@@ -42,7 +47,13 @@ impl Session {
                     LoginFailure::InvalidToken => EvictionReason::InvalidToken,
                     LoginFailure::UserInactive => EvictionReason::UserInactive,
                 };
-                return Reply::frame(eviction(header, reason));
+                self.failed_logins += 1;
+                let reply = Reply::frame(eviction(header, reason));
+                if self.failed_logins >= MAX_FAILED_LOGINS_PER_CONNECTION {
+                    info!(peer = %self.peer, "closing after {} failed logins", self.failed_logins);
+                    return reply.and_close();
+                }
+                return reply;
             }
         };
         let session = self.shard.node.new_session();

@@ -48,6 +48,8 @@ pub struct Session {
     /// Server-side connection number (client records show its low 32 bits).
     pub connection_id: u64,
     pub bound: Option<Bound>,
+    /// Failed logins on this connection (see `login`).
+    pub failed_logins: u32,
     /// When the last request arrived (read by the heartbeat verifier).
     pub last_request: Rc<std::cell::Cell<std::time::Instant>>,
 }
@@ -62,6 +64,7 @@ impl Session {
             peer,
             connection_id,
             bound: None,
+            failed_logins: 0,
             last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
         }
     }
