@@ -157,6 +157,7 @@ fn shard_options(
                 .messages
                 .cleaner_enabled
                 .then(|| Duration::from(config.data_maintenance.messages.interval)),
+            rebalancing_timeout: Duration::from(config.consumer_group.rebalancing_timeout),
             heartbeat_interval: config
                 .heartbeat
                 .enabled

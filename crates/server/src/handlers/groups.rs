@@ -128,14 +128,24 @@ pub async fn delete(call: Call<'_>, r: GroupRef<'_>) -> Reply {
 }
 
 pub async fn join(call: Call<'_>, r: GroupRef<'_>) -> Reply {
+    let (stream, topic, group) = (
+        ident(&r.topic.stream_id),
+        ident(&r.topic.topic_id),
+        ident(&r.group_id),
+    );
+    // Partitions with served-but-uncommitted data move only once committed
+    // (or after the rebalancing timeout), so nothing is delivered twice.
+    let in_flight = call
+        .node()
+        .in_flight_partitions(&stream, &topic, &group)
+        .await;
+    let client = ClientId(call.bound.client);
     let kind = OpKind::JoinConsumerGroup {
-        stream: ident(&r.topic.stream_id),
-        topic: ident(&r.topic.topic_id),
-        group: ident(&r.group_id),
-        client: ClientId(call.bound.client),
-        // Partitions with polled-but-uncommitted data are not tracked yet,
-        // so every partition a join takes over moves at once.
-        in_flight: Vec::new(),
+        stream,
+        topic,
+        group,
+        client,
+        in_flight,
     };
     write::execute(call, kind, no_payload).await
 }

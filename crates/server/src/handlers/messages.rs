@@ -138,7 +138,14 @@ fn unexpected(call: &Call<'_>, reply: PartitionReply) -> Reply {
 /// may use now.
 enum Consumer {
     Single(ConsumerKey),
-    Group { key: ConsumerKey, owned: Vec<u32> },
+    /// `owned`: partitions the caller may poll; `committable`: those it may
+    /// write the group's offset for (owned, plus partitions it is handing
+    /// over while their revocation is pending).
+    Group {
+        key: ConsumerKey,
+        owned: Vec<u32>,
+        committable: Vec<u32>,
+    },
 }
 
 fn consumer_of(
@@ -160,13 +167,20 @@ fn consumer_of(
             let group = metadata
                 .find_group(&ident(&r.stream_id), &ident(&r.topic_id), &ident(id))
                 .map_err(|_| ErrorCode::ConsumerGroupIdNotFound)?;
-            let owned = group
-                .member(ClientId(call.bound.client))
+            let client = ClientId(call.bound.client);
+            let owned: Vec<u32> = group
+                .member(client)
                 .map(|m| m.partitions.iter().map(|p| p.0).collect())
                 .unwrap_or_default();
+            let handing_over = group
+                .pending_revocations()
+                .filter(|p| p.from == client)
+                .map(|p| p.partition.0);
+            let committable = owned.iter().copied().chain(handing_over).collect();
             Ok(Consumer::Group {
                 key: (ConsumerKind::ConsumerGroup, group.id.0),
                 owned,
+                committable,
             })
         }
     }
@@ -202,7 +216,7 @@ pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
     };
     let (key, partition) = match consumer {
         Consumer::Single(key) => (key, request.partition_id.unwrap_or(0)),
-        Consumer::Group { key, owned } => {
+        Consumer::Group { key, owned, .. } => {
             match request.partition_id.or_else(|| owned.first().copied()) {
                 Some(p) if owned.contains(&p) => (key, p),
                 _ => return stale_assignment(&call),
@@ -282,7 +296,9 @@ fn offset_target(
     }
     let key = match consumer {
         Consumer::Single(key) => key,
-        Consumer::Group { key, owned } if !write || owned.contains(&partition) => key,
+        Consumer::Group {
+            key, committable, ..
+        } if !write || committable.contains(&partition) => key,
         Consumer::Group { .. } => return Err(ErrorCode::ResourceNotFound),
     };
     Ok((
@@ -326,18 +342,20 @@ pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> R
         Ok(resolved) => resolved,
         Err(code) => return call.deny(code),
     };
-    done(
-        &call,
-        call.node()
-            .partition(
-                addr.ns(),
-                PartitionOp::StoreOffset {
-                    consumer,
-                    offset: request.offset,
-                },
-            )
-            .await,
-    )
+    let op = PartitionOp::StoreOffset {
+        consumer,
+        offset: request.offset,
+    };
+    match call.node().partition(addr.ns(), op).await {
+        PartitionReply::Stored { caught_up } => {
+            if caught_up && consumer.0 == ConsumerKind::ConsumerGroup {
+                call.node().complete_revocation(addr, consumer.1).await;
+            }
+            call.ok(&[])
+        }
+        PartitionReply::Failed(code) => call.deny(code),
+        other => unexpected(&call, other),
+    }
 }
 
 pub async fn delete_offset(call: Call<'_>, request: DeleteConsumerOffset<'_>) -> Reply {

@@ -21,6 +21,7 @@ pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;
 mod purge_gen;
+mod revocation;
 
 use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::collections::HashMap;
@@ -145,6 +146,10 @@ impl Node {
         if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
         {
             compio::runtime::spawn(self.clone().run_token_cleaner(interval)).detach();
+        }
+        if self.committer.is_some() {
+            let timeout = self.ctx.limits.rebalancing_timeout;
+            compio::runtime::spawn(self.clone().run_revocation_timeouts(timeout)).detach();
         }
         if let Some(interval) = self.ctx.limits.heartbeat_interval {
             compio::runtime::spawn(self.clone().run_heartbeat_verifier(interval)).detach();

@@ -61,6 +61,10 @@ pub enum PartitionOp {
     DeleteOffset {
         consumer: ConsumerKey,
     },
+    /// Whether a consumer group was served messages it has not committed.
+    InFlight {
+        consumer: ConsumerKey,
+    },
     Flush {
         fsync: bool,
     },
@@ -76,6 +80,12 @@ pub enum PartitionReply {
     /// `(current_offset, stored_offset)`; `None` when nothing is stored.
     Offset(Option<(u64, u64)>),
     Done,
+    /// An offset was stored; `caught_up` when it reaches the highest offset
+    /// ever served to that consumer (a pending revocation may complete).
+    Stored {
+        caught_up: bool,
+    },
+    InFlight(bool),
     Failed(ErrorCode),
 }
 
@@ -104,6 +114,9 @@ pub struct OwnedPartition {
     pub log: PartitionLog<RealStorage>,
     offsets_store: OffsetStore<RealStorage>,
     offsets: std::cell::RefCell<HashMap<ConsumerKey, u64>>,
+    /// The highest offset served to each consumer group (not persisted: after
+    /// a restart no member survives, so nothing is in flight).
+    served: std::cell::RefCell<HashMap<ConsumerKey, u64>>,
     stats: Arc<PartitionStats>,
     durability: Durability,
     offset_durability: Durability,
@@ -164,6 +177,7 @@ impl Node {
             log,
             offsets_store,
             offsets: std::cell::RefCell::new(offsets),
+            served: std::cell::RefCell::new(HashMap::new()),
             stats: self.ctx.partition_stats.cell(ns),
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
@@ -228,6 +242,9 @@ impl Node {
                 partition.store_offset(consumer, offset).await
             }
             PartitionOp::DeleteOffset { consumer } => partition.delete_offset(consumer).await,
+            PartitionOp::InFlight { consumer } => {
+                Ok(PartitionReply::InFlight(partition.in_flight(consumer)))
+            }
             PartitionOp::Flush { fsync } => partition.flush(fsync).await,
         };
         result.unwrap_or_else(|e| {
@@ -329,6 +346,15 @@ impl OwnedPartition {
             body.extend_from_slice(&record.header);
             body.extend_from_slice(record.frame_bytes());
         }
+        if consumer.0 == ConsumerKind::ConsumerGroup
+            && let Some(last) = records
+                .last()
+                .map(|r| r.first_offset + u64::from(r.count) - 1)
+        {
+            let mut served = self.served.borrow_mut();
+            let entry = served.entry(consumer).or_insert(last);
+            *entry = (*entry).max(last);
+        }
         if auto_commit
             && let Some(last) = records
                 .last()
@@ -368,7 +394,24 @@ impl OwnedPartition {
         self.offsets_store
             .store(consumer.0, consumer.1, offset, fsync)
             .await?;
-        Ok(PartitionReply::Done)
+        let caught_up = self
+            .served
+            .borrow()
+            .get(&consumer)
+            .is_none_or(|&served| offset >= served);
+        Ok(PartitionReply::Stored { caught_up })
+    }
+
+    /// Served beyond the stored offset: moving this partition now could
+    /// redeliver what the current owner is still processing.
+    fn in_flight(&self, consumer: ConsumerKey) -> bool {
+        let Some(&served) = self.served.borrow().get(&consumer) else {
+            return false;
+        };
+        self.offsets
+            .borrow()
+            .get(&consumer)
+            .is_none_or(|&stored| stored < served)
     }
 
     async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, StorageError> {

@@ -66,6 +66,8 @@ pub struct Limits {
     pub cleaner_interval: Option<Duration>,
     /// Period of the expired-token cleaner; `None` when it is disabled.
     pub token_cleaner_interval: Option<Duration>,
+    /// Longest a partition stays pending revocation in a group rebalance.
+    pub rebalancing_timeout: Duration,
     /// Expected client heartbeat period; `None` when the verifier is off.
     pub heartbeat_interval: Option<Duration>,
 }
