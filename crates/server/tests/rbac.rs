@@ -171,3 +171,87 @@ async fn given_single_global_permission_when_calling_each_command_should_allow_e
         "only manage_streams created a stream"
     );
 }
+
+#[tokio::test]
+async fn given_stream_and_topic_permissions_when_calling_should_scope_them_to_their_resources() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let root = root_client(server.tcp()).await;
+    for stream in ["mine", "other"] {
+        root.create_stream(stream).await.unwrap();
+        for topic in ["t0", "t1"] {
+            root.create_topic(&name(stream), topic, &TopicCreateOptions::default())
+                .await
+                .unwrap();
+        }
+    }
+    // Read access to stream "mine" (id 0), and send access to its topic t1 only.
+    let topic_permissions = TopicPermissions {
+        send_messages: true,
+        ..TopicPermissions::default()
+    };
+    let stream_permissions = StreamPermissions {
+        read_stream: true,
+        topics: Some(std::collections::BTreeMap::from([(
+            1usize,
+            topic_permissions,
+        )])),
+        ..StreamPermissions::default()
+    };
+    let permissions = Permissions {
+        global: GlobalPermissions::default(),
+        streams: Some(std::collections::BTreeMap::from([(
+            0usize,
+            stream_permissions,
+        )])),
+    };
+    root.create_user("scoped", "secret", UserStatus::Active, Some(permissions))
+        .await
+        .unwrap();
+    let client = tcp_client(server.tcp()).await;
+    client.login_user("scoped", "secret").await.unwrap();
+
+    assert!(client.get_stream(&name("mine")).await.unwrap().is_some());
+    assert_eq!(
+        client
+            .get_stream(&name("other"))
+            .await
+            .unwrap_err()
+            .as_code(),
+        41
+    );
+    assert_eq!(
+        client.get_streams().await.unwrap_err().as_code(),
+        41,
+        "listing all streams needs a global flag"
+    );
+    let send = |topic: &'static str| {
+        let client = &client;
+        async move {
+            let mut messages = vec![IggyMessage::builder().payload("x".into()).build().unwrap()];
+            client
+                .send_messages(
+                    &name("mine"),
+                    &name(topic),
+                    &Partitioning::partition_id(0),
+                    &mut messages,
+                )
+                .await
+        }
+    };
+    send("t1").await.unwrap();
+    assert_eq!(send("t0").await.unwrap_err().as_code(), 41);
+    assert_eq!(
+        client
+            .delete_stream(&name("mine"))
+            .await
+            .unwrap_err()
+            .as_code(),
+        41
+    );
+    assert_eq!(
+        root.get_streams().await.unwrap().len(),
+        2,
+        "the denied delete changed nothing"
+    );
+}
