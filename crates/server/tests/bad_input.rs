@@ -6,66 +6,14 @@
 mod harness;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::net::TcpStream;
 
+use harness::raw::{CLIENT, connect, login, login_body, read_frame, send, try_send};
 use harness::sdk::root_client;
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::{StreamClient, SystemClient};
 use protocol::CommandCode;
 use protocol::header::{EvictionHeader, EvictionReason, HEADER_SIZE, ReplyHeader, RequestHeader};
-
-const CLIENT: u128 = 0x1234_5678_9abc_def0_1122_3344_5566_7788;
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-}
-
-fn send(stream: &mut TcpStream, code: CommandCode, session: u64, request: u64, body: &[u8]) {
-    let mut frame = RequestHeader::for_command(code, CLIENT, session, request, body)
-        .encode()
-        .to_vec();
-    frame.extend_from_slice(body);
-    stream.write_all(&frame).unwrap();
-}
-
-/// Reads one reply frame: its header bytes and body.
-fn read_frame(stream: &mut TcpStream) -> Option<(Vec<u8>, Vec<u8>)> {
-    let mut header = vec![0u8; HEADER_SIZE];
-    stream.read_exact(&mut header).ok()?;
-    let size = u32::from_le_bytes(header[48..52].try_into().unwrap()) as usize;
-    let mut body = vec![0u8; size - HEADER_SIZE];
-    stream.read_exact(&mut body).ok()?;
-    Some((header, body))
-}
-
-fn login_body(username: &str, password: &str) -> Vec<u8> {
-    let mut body = 0x2C00u32.to_le_bytes().to_vec();
-    for text in ["raw-test", "0.1.0", username, password] {
-        body.push(text.len() as u8);
-        body.extend_from_slice(text.as_bytes());
-    }
-    body.extend_from_slice(&0u32.to_le_bytes());
-    body
-}
-
-/// Logs in and returns the session number.
-fn login(stream: &mut TcpStream) -> u64 {
-    send(
-        stream,
-        CommandCode::LoginRegister,
-        0,
-        0,
-        &login_body("iggy", "iggy"),
-    );
-    let (header, body) = read_frame(stream).unwrap();
-    assert_eq!(ReplyHeader::decode(&header).unwrap().status, 0);
-    u64::from_le_bytes(body[8..16].try_into().unwrap())
-}
 
 fn is_closed(stream: &mut TcpStream) -> bool {
     let mut byte = [0u8; 1];
@@ -162,14 +110,9 @@ async fn given_malformed_frames_when_sent_should_answer_or_close_and_keep_servin
     let mut guesser = connect(addr);
     let mut answered = 0;
     for _ in 0..10 {
-        send(
-            &mut guesser,
-            CommandCode::LoginRegister,
-            0,
-            0,
-            &login_body("iggy", "guess"),
-        );
-        if read_frame(&mut guesser).is_none() {
+        let body = login_body("iggy", "guess");
+        let sent = try_send(&mut guesser, CommandCode::LoginRegister, 0, 0, &body);
+        if sent.is_err() || read_frame(&mut guesser).is_none() {
             break;
         }
         answered += 1;

@@ -4,10 +4,10 @@
 //! Connections without memberships are left alone (configuration §7.8).
 //!
 //! Each shard tracks its own connections: the last time a request arrived
-//! and a way to close the socket. Closing shuts the socket down; the
-//! connection's task then sees the end of the stream and ends the session
-//! like any disconnect. (The SDK treats the closed connection like the
-//! reference's StaleClient eviction: it reconnects and logs in again.)
+//! and the socket. A stale connection is sent an unsolicited Eviction frame
+//! with reason 13 (StaleClient), which the SDK reads as the answer to its
+//! next request, and is then shut down; the connection's task sees the end
+//! of the stream and ends the session like any disconnect.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -16,6 +16,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use engine::metadata::ClientId;
+use protocol::header::{EvictionHeader, EvictionReason};
 use tracing::info;
 
 use super::Node;
@@ -69,27 +70,44 @@ impl Node {
                 continue;
             };
             for (connection_id, fd) in self.liveness.silent_since(cutoff) {
-                if self.holds_membership(connection_id) {
-                    info!(
-                        connection_id,
-                        "closing a stale client that holds consumer-group memberships"
-                    );
-                    self.liveness.untrack(connection_id);
-                    // SAFETY: the descriptor is still open: it is untracked
-                    // before its connection's socket is closed.
-                    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-                }
+                let Some(client) = self.member_client(connection_id) else {
+                    continue;
+                };
+                info!(
+                    connection_id,
+                    "evicting a stale client that holds consumer-group memberships"
+                );
+                self.liveness.untrack(connection_id);
+                evict(fd, client);
             }
         }
     }
 
-    fn holds_membership(&self, connection_id: u64) -> bool {
-        let Some(bound) = self.ctx.clients.get(connection_id).and_then(|r| r.bound) else {
-            return false;
-        };
-        !self
+    /// The client id of a connection whose session holds group memberships.
+    fn member_client(&self, connection_id: u64) -> Option<u128> {
+        let bound = self.ctx.clients.get(connection_id)?.bound?;
+        let is_member = !self
             .metadata()
             .client_memberships(ClientId(bound.client))
-            .is_empty()
+            .is_empty();
+        is_member.then_some(bound.client)
+    }
+}
+
+/// Sends the StaleClient eviction without waiting (a silent client's socket
+/// buffer has room for 256 bytes; if not, the close alone tells it), then
+/// shuts the socket down.
+fn evict(fd: RawFd, client: u128) {
+    let frame = EvictionHeader::new(client, EvictionReason::StaleClient).encode();
+    // SAFETY: the descriptor is still open (it is untracked before its
+    // connection's socket closes) and `frame` outlives the call.
+    unsafe {
+        libc::send(
+            fd,
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        );
+        libc::shutdown(fd, libc::SHUT_RDWR);
     }
 }
