@@ -158,6 +158,8 @@ fn shard_options(
                 .cleaner_enabled
                 .then(|| Duration::from(config.data_maintenance.messages.interval)),
             rebalancing_timeout: Duration::from(config.consumer_group.rebalancing_timeout),
+            max_connections: config.tcp.max_connections as usize,
+            idle_timeout: Some(Duration::from(config.tcp.idle_timeout)).filter(|d| !d.is_zero()),
             heartbeat_interval: config
                 .heartbeat
                 .enabled

@@ -83,6 +83,30 @@ impl Node {
         }
     }
 
+    /// Closes connections that sent nothing for `idle` (`tcp.idle_timeout`).
+    pub(super) async fn run_idle_reaper(self: Rc<Self>, idle: Duration) {
+        let period = (idle / 4).max(Duration::from_millis(100));
+        loop {
+            compio::time::sleep(period).await;
+            if self.ctx.is_stopping() {
+                return;
+            }
+            let Some(cutoff) = Instant::now().checked_sub(idle) else {
+                continue;
+            };
+            for (connection_id, fd) in self.liveness.silent_since(cutoff) {
+                info!(
+                    connection_id,
+                    "closing an idle connection (tcp.idle_timeout)"
+                );
+                self.liveness.untrack(connection_id);
+                // SAFETY: the descriptor is still open: it is untracked
+                // before its connection's socket is closed.
+                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            }
+        }
+    }
+
     /// The client id of a connection whose session holds group memberships.
     fn member_client(&self, connection_id: u64) -> Option<u128> {
         let bound = self.ctx.clients.get(connection_id)?.bound?;

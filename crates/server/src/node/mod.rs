@@ -151,6 +151,9 @@ impl Node {
             let timeout = self.ctx.limits.rebalancing_timeout;
             compio::runtime::spawn(self.clone().run_revocation_timeouts(timeout)).detach();
         }
+        if let Some(idle) = self.ctx.limits.idle_timeout {
+            compio::runtime::spawn(self.clone().run_idle_reaper(idle)).detach();
+        }
         if let Some(interval) = self.ctx.limits.heartbeat_interval {
             compio::runtime::spawn(self.clone().run_heartbeat_verifier(interval)).detach();
         }

@@ -68,6 +68,10 @@ pub struct Limits {
     pub token_cleaner_interval: Option<Duration>,
     /// Longest a partition stays pending revocation in a group rebalance.
     pub rebalancing_timeout: Duration,
+    /// Open client connections accepted at once (`tcp.max_connections`).
+    pub max_connections: usize,
+    /// Close connections silent this long (`tcp.idle_timeout`); `None` = off.
+    pub idle_timeout: Option<Duration>,
     /// Expected client heartbeat period; `None` when the verifier is off.
     pub heartbeat_interval: Option<Duration>,
 }
@@ -92,6 +96,8 @@ pub struct ServerContext {
     next_commit: AtomicU64,
     next_handoff: AtomicUsize,
     stopping: AtomicBool,
+    /// Open client connections across all shards.
+    open_connections: AtomicUsize,
 }
 
 impl ServerContext {
@@ -124,6 +130,7 @@ impl ServerContext {
             next_commit: AtomicU64::new(options.metadata_commit),
             next_handoff: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
+            open_connections: AtomicUsize::new(0),
         }
     }
 
@@ -140,6 +147,18 @@ impl ServerContext {
     /// The next metadata commit number (shard 0's committer only).
     pub fn next_commit(&self) -> u64 {
         self.next_commit.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether another connection may be accepted (a soft limit: hand-offs
+    /// in flight are not counted yet).
+    pub fn has_connection_room(&self) -> bool {
+        self.open_connections.load(Ordering::Relaxed) < self.limits.max_connections
+    }
+
+    /// Counts an open connection until the guard drops.
+    pub fn open_connection(self: &Arc<Self>) -> OpenConnection {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(self.clone())
     }
 
     /// The shard the next accepted connection goes to (round-robin).
@@ -169,5 +188,14 @@ impl ServerContext {
         self.inboxes[shard]
             .try_send(message)
             .map_err(|e| e.into_inner())
+    }
+}
+
+/// One open client connection, counted server-wide until dropped.
+pub struct OpenConnection(Arc<ServerContext>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }

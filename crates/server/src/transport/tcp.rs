@@ -42,6 +42,11 @@ async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
         if shard.ctx.is_stopping() {
             break;
         }
+        if !shard.ctx.has_connection_room() {
+            debug!(%peer, "refusing a connection: tcp.max_connections reached");
+            drop(stream);
+            continue;
+        }
         let target = shard.ctx.pick_shard();
         if target == usize::from(shard.id) {
             spawn_connection(&shard, stream, peer);
@@ -91,6 +96,7 @@ fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
     let shard = shard.clone();
     compio::runtime::spawn(async move {
         let _open = shard.connection_guard();
+        let _counted = shard.ctx.open_connection();
         debug!(%peer, shard = shard.id, "TCP connection opened");
         match serve_connection(&shard, stream, peer).await {
             Ok(()) => debug!(%peer, "TCP connection closed"),

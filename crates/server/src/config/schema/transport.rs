@@ -80,6 +80,12 @@ pub struct TcpConfig {
     pub enabled: bool,
     #[serde(with = "socket_address")]
     pub address: SocketAddr,
+    /// Open connections accepted at once; more are closed at accept.
+    /// (Not in the reference's file: this server's own limit.)
+    pub max_connections: u32,
+    /// Close a connection that sends nothing for this long; "0 s" disables.
+    /// (Not in the reference's file.)
+    pub idle_timeout: ConfigDuration,
     pub tls: ListenerTlsConfig,
 }
 

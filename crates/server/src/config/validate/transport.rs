@@ -7,6 +7,8 @@ use crate::config::error::ConfigError;
 use crate::config::schema::{
     CorsConfig, HttpConfig, ListenerTlsConfig, ServerConfig, WebSocketConfig,
 };
+use std::time::Duration;
+
 use crate::config::values::{ByteSize, TokenExpiry};
 
 /// JWT algorithms the server signs with: HMAC only.
@@ -26,6 +28,7 @@ pub(super) fn validate(
     }
     if config.tcp.enabled {
         validate_listener_tls("tcp.tls", &config.tcp.tls)?;
+        validate_tcp_limits(config)?;
     }
     if config.quic.enabled {
         validate_quic(config)?;
@@ -35,6 +38,26 @@ pub(super) fn validate(
         validate_listener_tls("websocket.tls", &config.websocket.tls)?;
     }
     Ok(())
+}
+
+/// SDKs ping every 5 s, so an idle timeout must leave room for that.
+const TCP_IDLE_TIMEOUT_MIN: Duration = Duration::from_secs(10);
+
+fn validate_tcp_limits(config: &ServerConfig) -> Result<(), ConfigError> {
+    let tcp = &config.tcp;
+    require(
+        tcp.max_connections >= 1,
+        "tcp.max_connections",
+        tcp.max_connections,
+        "at least 1",
+    )?;
+    let idle = Duration::from(tcp.idle_timeout);
+    require(
+        idle.is_zero() || idle >= TCP_IDLE_TIMEOUT_MIN,
+        "tcp.idle_timeout",
+        tcp.idle_timeout,
+        "\"0 s\" (disabled) or at least 10 s (clients ping every 5 s)",
+    )
 }
 
 fn validate_http(http: &HttpConfig, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
