@@ -133,7 +133,10 @@ impl ClientTable {
         if session > entry.session {
             return Admission::Drop;
         }
-        if entry.in_flight == Some(request) {
+        // One request per client executes at a time. The SDK is lock-step,
+        // so a second one means a client id shared by two connections: it
+        // waits, like a retry of the executing request.
+        if entry.in_flight.is_some() {
             return Admission::InFlight;
         }
         if request > entry.watermark {
@@ -177,11 +180,9 @@ impl ClientTable {
         let Some(entry) = self.entries.get_mut(&client) else {
             return; // logged out or evicted while executing
         };
-        assert_eq!(
-            entry.in_flight,
-            Some(request),
-            "complete the request that began"
-        );
+        if entry.in_flight != Some(request) {
+            return; // re-registered by another login while executing
+        }
         entry.in_flight = None;
         entry.watermark = request;
         entry.watermark_checksum = checksum;
@@ -249,6 +250,26 @@ mod tests {
         assert_eq!(t.admit(C, 10, 1, 0), Admission::InFlight);
         t.abort(C, 1);
         assert_eq!(t.admit(C, 10, 1, 0), Admission::Execute);
+    }
+
+    #[test]
+    fn given_request_executing_when_another_arrives_should_answer_in_flight() {
+        let mut t = table();
+        t.begin(C, 1);
+        assert_eq!(t.admit(C, 10, 2, 0), Admission::InFlight);
+    }
+
+    #[test]
+    fn given_re_registration_while_executing_when_completing_should_ignore_the_stale_request() {
+        let mut t = table();
+        t.begin(C, 1);
+        t.register(C, 7, 11);
+        t.complete(C, 1, 0, 12, Some(b"r".to_vec()));
+        assert_eq!(
+            t.admit(C, 11, 1, 0),
+            Admission::Execute,
+            "the new session starts fresh"
+        );
     }
 
     #[test]
