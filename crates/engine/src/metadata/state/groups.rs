@@ -87,12 +87,7 @@ impl MetadataState {
         if !self.clients.contains_key(client) {
             return Err(MetadataError::ClientNotFound { client: *client });
         }
-        let record = self.topic_mut(stream_id, topic_id);
-        let partitions_count = record.partitions_count();
-        let group_record = record
-            .groups
-            .get_mut(&group_id)
-            .expect("resolved group exists");
+        let (group_record, partitions_count) = self.group_mut(stream_id, topic_id, group_id);
         let changed = group_record.join(*client, ctx.now_us, partitions_count, in_flight);
         Ok(ApplyOutcome::GroupJoined {
             stream: stream_id,
@@ -122,6 +117,22 @@ impl MetadataState {
         Ok((stream_id, topic_id, group_id))
     }
 
+    /// A resolved group, with its topic's partition count (rebalances need it).
+    fn group_mut(
+        &mut self,
+        stream: StreamId,
+        topic: TopicId,
+        group: ConsumerGroupId,
+    ) -> (&mut ConsumerGroup, u32) {
+        let record = self.topic_mut(stream, topic);
+        let partitions_count = record.partitions_count();
+        let group = record
+            .groups
+            .get_mut(&group)
+            .expect("resolved group exists");
+        (group, partitions_count)
+    }
+
     pub(super) fn complete_revocation(
         &mut self,
         ctx: Ctx,
@@ -130,12 +141,7 @@ impl MetadataState {
         partition: PartitionId,
     ) -> Result<ApplyOutcome, MetadataError> {
         let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
-        let record = self.topic_mut(stream_id, topic_id);
-        let partitions_count = record.partitions_count();
-        let group_record = record
-            .groups
-            .get_mut(&group_id)
-            .expect("resolved group exists");
+        let (group_record, partitions_count) = self.group_mut(stream_id, topic_id, group_id);
         let changed = group_record.complete_revocation(partition, partitions_count);
         Ok(ApplyOutcome::RevocationCompleted {
             stream: stream_id,
@@ -154,12 +160,7 @@ impl MetadataState {
         client: ClientId,
     ) -> Result<ApplyOutcome, MetadataError> {
         let (stream_id, topic_id, group_id) = self.readable_group(ctx, (stream, topic), group)?;
-        let record = self.topic_mut(stream_id, topic_id);
-        let partitions_count = record.partitions_count();
-        let group_record = record
-            .groups
-            .get_mut(&group_id)
-            .expect("resolved group exists");
+        let (group_record, partitions_count) = self.group_mut(stream_id, topic_id, group_id);
         if !group_record.leave(client, partitions_count) {
             return Err(MetadataError::ConsumerGroupMemberNotFound {
                 group: group_id,
