@@ -7,7 +7,7 @@ mod harness;
 
 use std::time::{Duration, Instant};
 
-use harness::sdk::{id, name, root_client};
+use harness::sdk::{id, name, read_back, root_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
 
@@ -214,18 +214,7 @@ async fn given_purged_topic_when_restarting_should_stay_purged_and_keep_new_mess
 
     let server = TestServer::start(&workdir, &ServerOptions::default());
     let client = root_client(server.tcp()).await;
-    let polled = client
-        .poll_messages(
-            &name("p"),
-            &name("t"),
-            Some(0),
-            &Consumer::new(id(1)),
-            &PollingStrategy::first(),
-            10,
-            false,
-        )
-        .await
-        .unwrap();
+    let polled = read_back(&client, "p", "t", 0, PollingStrategy::first(), 10).await;
     let payloads: Vec<_> = polled
         .messages
         .iter()

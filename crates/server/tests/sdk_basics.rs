@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::sdk::{id, name, root_client, tcp_client};
+use harness::sdk::{id, name, read_back, root_client, tcp_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
 
@@ -257,18 +257,7 @@ async fn given_messages_when_restarting_should_keep_metadata_and_messages() {
         .unwrap()
         .unwrap();
     assert_eq!(topic.messages_count, 5);
-    let polled = client
-        .poll_messages(
-            &name("keep"),
-            &name("t"),
-            Some(0),
-            &Consumer::new(id(1)),
-            &PollingStrategy::first(),
-            10,
-            false,
-        )
-        .await
-        .unwrap();
+    let polled = read_back(&client, "keep", "t", 0, PollingStrategy::first(), 10).await;
     assert_eq!(polled.messages.len(), 5);
     assert_eq!(polled.messages[4].payload, "message-4".as_bytes());
 }

@@ -31,3 +31,26 @@ pub fn id(n: u32) -> Identifier {
 pub fn name(s: &str) -> Identifier {
     Identifier::named(s).unwrap()
 }
+
+/// Polls as plain consumer 1 without committing (the common read-back).
+pub async fn read_back(
+    client: &IggyClient,
+    stream: &str,
+    topic: &str,
+    partition: u32,
+    strategy: PollingStrategy,
+    count: u32,
+) -> PolledMessages {
+    client
+        .poll_messages(
+            &name(stream),
+            &name(topic),
+            Some(partition),
+            &Consumer::new(id(1)),
+            &strategy,
+            count,
+            false,
+        )
+        .await
+        .unwrap()
+}
