@@ -4,6 +4,8 @@ mod args;
 mod boot;
 mod diagnostics;
 mod handlers;
+mod http;
+mod metrics;
 mod node;
 mod session;
 mod shard;

@@ -77,12 +77,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     let recovered = metadata::recover(&data, &root)?;
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let (listeners, bound) = transport::bind(&listener_plan(config))?;
+    let http_settings = crate::http::HttpSettings::from_config(&config.http)?;
+    let (listeners, bound) = transport::bind(&listener_plan(config), http_settings)?;
     let options = shard_options(config, &data, recovered)?;
     let mut shards = ShardSet::start(options, listeners, &bound)?;
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
-    info!(dump = %dump.display(), tcp = ?bound.tcp, "server ready");
+    info!(dump = %dump.display(), tcp = ?bound.tcp, http = ?bound.http, "server ready");
 
     let signal = signals.forever().next().unwrap_or(SIGTERM);
     info!(signal, "shutting down");

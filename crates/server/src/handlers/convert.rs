@@ -248,6 +248,10 @@ impl TopicView {
     pub fn totals(&self) -> Totals {
         self.totals
     }
+
+    pub fn partitions(&self) -> &[PartitionInfo] {
+        &self.partitions
+    }
 }
 
 pub fn topic_details(stream: StreamId, topic: &Topic, stats: &PartitionStatsRegistry) -> Vec<u8> {

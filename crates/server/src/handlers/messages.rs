@@ -4,11 +4,11 @@
 
 use engine::metadata::permissions::Action;
 use engine::metadata::topic::Topic;
-use engine::metadata::{ClientId, MetadataState, StreamId};
+use engine::metadata::{ClientId, MetadataState, StreamId, UserId};
 use protocol::ErrorCode;
 use protocol::batch::{BatchError, Verify};
 use protocol::checksum::xxh32;
-use protocol::primitives::{ConsumerKind as WireConsumerKind, PollingStrategy};
+use protocol::primitives::{ConsumerKind as WireConsumerKind, Partitioning, PollingStrategy};
 use protocol::requests::{
     DeleteConsumerOffset, FlushUnsavedBuffer, OffsetTarget, PollMessages, SendMessages,
     StoreConsumerOffset, TopicRef,
@@ -18,6 +18,7 @@ use storage::offsets::ConsumerKind;
 
 use super::Call;
 use super::convert::ident;
+use crate::node::Node;
 use crate::node::partitions::{
     ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart,
 };
@@ -31,7 +32,7 @@ struct Target {
 }
 
 fn resolve(
-    call: &Call<'_>,
+    user: UserId,
     metadata: &MetadataState,
     r: &TopicRef<'_>,
     action: fn(StreamId, engine::metadata::TopicId) -> Action,
@@ -42,7 +43,7 @@ fn resolve(
     let topic: &Topic = metadata
         .find_topic(&ident(&r.stream_id), &ident(&r.topic_id))
         .map_err(|_| ErrorCode::TopicIdNotFound)?;
-    if !metadata.is_allowed(call.user(), action(stream, topic.id)) {
+    if !metadata.is_allowed(user, action(stream, topic.id)) {
         return Err(ErrorCode::Unauthorized);
     }
     Ok(Target {
@@ -70,68 +71,89 @@ fn batch_error_code(e: &BatchError) -> ErrorCode {
 }
 
 pub async fn send(call: Call<'_>, request: SendMessages<'_>, body: &[u8]) -> Reply {
-    let target = {
-        let metadata = call.node().metadata();
-        match resolve(
-            &call,
-            &metadata,
-            &TopicRef {
-                stream_id: request.stream_id,
-                topic_id: request.topic_id,
-            },
-            send_action,
-        ) {
-            Ok(target) => target,
-            Err(ErrorCode::StreamIdNotFound | ErrorCode::TopicIdNotFound) => {
-                return call.deny(ErrorCode::ResourceNotFound);
-            }
-            Err(code) => return call.deny(code),
-        }
-    };
     if let Err(e) = request.validate(body, Verify::Checksums) {
         tracing::debug!("refused a batch: {e}");
         return call.deny(batch_error_code(&e));
     }
-    let partition = match request.partitioning.resolve(target.partitions_count) {
+    let topic = TopicRef {
+        stream_id: request.stream_id,
+        topic_id: request.topic_id,
+    };
+    let started = std::time::Instant::now();
+    let record = request.record(body).to_vec();
+    let (count, bytes) = (request.messages_count, record.len() as u64);
+    match append(
+        call.node(),
+        call.user(),
+        &topic,
+        &request.partitioning,
+        record,
+    )
+    .await
+    {
+        Ok(confirmation) => {
+            let metrics = &call.node().ctx.metrics;
+            metrics.messages_in(u64::from(count), bytes);
+            metrics.observe_send(started.elapsed());
+            let mut out = Vec::with_capacity(24);
+            responses::encode_send_confirmations(&mut out, &[confirmation]);
+            call.ok(&out)
+        }
+        Err(
+            ErrorCode::StreamIdNotFound | ErrorCode::TopicIdNotFound | ErrorCode::PartitionNotFound,
+        ) => call.deny(ErrorCode::ResourceNotFound),
+        Err(code) => call.deny(code),
+    }
+}
+
+/// Appends one validated batch record to the partition `partitioning` picks,
+/// on the partition's owner. Transport-neutral: the caller maps the errors.
+pub async fn append(
+    node: &Node,
+    user: UserId,
+    topic: &TopicRef<'_>,
+    partitioning: &Partitioning<'_>,
+    record: Vec<u8>,
+) -> Result<SendConfirmation, ErrorCode> {
+    let target = resolve(user, &node.metadata(), topic, send_action)?;
+    let partition = match partitioning.resolve(target.partitions_count) {
         Some(p) => p,
         None => {
             let topic_ns = crate::shard::ownership::namespace(target.stream, target.topic, 0);
-            call.node().next_balanced(topic_ns, target.partitions_count)
+            node.next_balanced(topic_ns, target.partitions_count)
         }
     };
     if partition >= target.partitions_count {
-        return call.deny(ErrorCode::ResourceNotFound);
+        return Err(ErrorCode::PartitionNotFound);
     }
     let addr = PartitionAddr {
         stream: target.stream,
         topic: target.topic,
         partition,
     };
-    let record = request.record(body).to_vec();
-    match call
-        .node()
+    match node
         .partition(addr.ns(), PartitionOp::Append { record })
         .await
     {
-        PartitionReply::Appended { base_offset } => {
-            let mut out = Vec::with_capacity(24);
-            let confirmation = SendConfirmation {
-                stream_id: target.stream,
-                topic_id: target.topic,
-                partition_id: partition,
-                base_offset,
-            };
-            responses::encode_send_confirmations(&mut out, &[confirmation]);
-            call.ok(&out)
-        }
-        PartitionReply::Failed(code) => call.deny(code),
-        other => unexpected(&call, other),
+        PartitionReply::Appended { base_offset } => Ok(SendConfirmation {
+            stream_id: target.stream,
+            topic_id: target.topic,
+            partition_id: partition,
+            base_offset,
+        }),
+        other => Err(failure(other)),
     }
 }
 
-fn unexpected(call: &Call<'_>, reply: PartitionReply) -> Reply {
-    tracing::error!(?reply, "unexpected partition reply");
-    call.deny(ErrorCode::Error)
+/// The error of a partition reply that is not the expected success.
+fn failure(reply: PartitionReply) -> ErrorCode {
+    match reply {
+        PartitionReply::Failed(code) => code,
+        other => {
+            tracing::error!(reply = ?other, "unexpected partition reply");
+            ErrorCode::Error
+        }
+    }
 }
 
 /// How a consumer is keyed, and (for a group member) which partitions it
@@ -149,7 +171,7 @@ enum Consumer {
 }
 
 fn consumer_of(
-    call: &Call<'_>,
+    client: ClientId,
     metadata: &MetadataState,
     r: &TopicRef<'_>,
     kind: WireConsumerKind,
@@ -167,7 +189,6 @@ fn consumer_of(
             let group = metadata
                 .find_group(&ident(&r.stream_id), &ident(&r.topic_id), &ident(id))
                 .map_err(|_| ErrorCode::ConsumerGroupIdNotFound)?;
-            let client = ClientId(call.bound.client);
             let owned: Vec<u32> = group
                 .member(client)
                 .map(|m| m.partitions.iter().map(|p| p.0).collect())
@@ -197,34 +218,69 @@ fn poll_start(strategy: PollingStrategy) -> PollStart {
 }
 
 pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
-    let resolved = {
-        let metadata = call.node().metadata();
-        resolve(&call, &metadata, &request.topic, poll_action).and_then(|target| {
-            let consumer = consumer_of(
-                &call,
-                &metadata,
-                &request.topic,
-                request.consumer.kind,
-                &request.consumer.id,
-            )?;
-            Ok((target, consumer))
-        })
-    };
-    let (target, consumer) = match resolved {
-        Ok(resolved) => resolved,
-        Err(code) => return call.deny(code),
+    let caller = Caller::of(&call);
+    let started = std::time::Instant::now();
+    match poll_partition(call.node(), caller, &request).await {
+        Ok(body) => {
+            let metrics = &call.node().ctx.metrics;
+            let count = body.get(12..16).map_or(0, |c| {
+                u32::from_le_bytes(c.try_into().expect("a 4-byte slice"))
+            });
+            metrics.messages_out(u64::from(count), body.len() as u64);
+            metrics.observe_poll(started.elapsed());
+            call.ok(&body)
+        }
+        Err(code) => call.deny(code),
+    }
+}
+
+/// Who is asking: the user (for permissions) and the client (for group
+/// membership).
+#[derive(Debug, Clone, Copy)]
+pub struct Caller {
+    pub user: UserId,
+    pub client: ClientId,
+}
+
+impl Caller {
+    fn of(call: &Call<'_>) -> Self {
+        Self {
+            user: call.user(),
+            client: ClientId(call.bound.client),
+        }
+    }
+}
+
+/// Polls one partition on its owner; the reply body is the binary poll
+/// reply (header and records), which each transport renders its own way.
+pub async fn poll_partition(
+    node: &Node,
+    caller: Caller,
+    request: &PollMessages<'_>,
+) -> Result<Vec<u8>, ErrorCode> {
+    let (target, consumer) = {
+        let metadata = node.metadata();
+        let target = resolve(caller.user, &metadata, &request.topic, poll_action)?;
+        let consumer = consumer_of(
+            caller.client,
+            &metadata,
+            &request.topic,
+            request.consumer.kind,
+            &request.consumer.id,
+        )?;
+        (target, consumer)
     };
     let (key, partition) = match consumer {
         Consumer::Single(key) => (key, request.partition_id.unwrap_or(0)),
         Consumer::Group { key, owned, .. } => {
             match request.partition_id.or_else(|| owned.first().copied()) {
                 Some(p) if owned.contains(&p) => (key, p),
-                _ => return stale_assignment(&call),
+                _ => return Ok(stale_assignment()),
             }
         }
     };
     if partition >= target.partitions_count {
-        return call.deny(ErrorCode::PartitionNotFound);
+        return Err(ErrorCode::PartitionNotFound);
     }
     let addr = PartitionAddr {
         stream: target.stream,
@@ -238,29 +294,29 @@ pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
         auto_commit: request.auto_commit,
         max_bytes: POLL_MAX_BYTES,
     };
-    match call.node().partition(addr.ns(), op).await {
-        PartitionReply::Polled(body) => call.ok(&body),
-        PartitionReply::Failed(code) => call.deny(code),
-        other => unexpected(&call, other),
+    match node.partition(addr.ns(), op).await {
+        PartitionReply::Polled(body) => Ok(body),
+        other => Err(failure(other)),
     }
 }
 
 /// An empty poll telling a group member to re-read its assignment.
-fn stale_assignment(call: &Call<'_>) -> Reply {
+fn stale_assignment() -> Vec<u8> {
     let mut out = Vec::with_capacity(PollReplyHeader::SIZE);
     PollReplyHeader::stale_assignment(0).encode(&mut out);
-    call.ok(&out)
+    out
 }
 
 /// Resolves an offset target: the partition, and the consumer key. Group
 /// writes are only allowed for partitions the caller owns.
 fn offset_target(
-    call: &Call<'_>,
+    node: &Node,
+    caller: Caller,
     target: &OffsetTarget<'_>,
     write: bool,
 ) -> Result<(PartitionAddr, ConsumerKey), ErrorCode> {
-    let metadata = call.node().metadata();
-    let resolved = resolve(call, &metadata, &target.topic, poll_action);
+    let metadata = node.metadata();
+    let resolved = resolve(caller.user, &metadata, &target.topic, poll_action);
     let topic = match resolved {
         Ok(topic) => topic,
         Err(ErrorCode::StreamIdNotFound | ErrorCode::TopicIdNotFound) if write => {
@@ -269,7 +325,7 @@ fn offset_target(
         Err(code) => return Err(code),
     };
     let consumer = consumer_of(
-        call,
+        caller.client,
         &metadata,
         &target.topic,
         target.consumer.kind,
@@ -312,77 +368,110 @@ fn offset_target(
 }
 
 pub async fn get_offset(call: Call<'_>, target: OffsetTarget<'_>) -> Reply {
-    let (addr, consumer) = match offset_target(&call, &target, false) {
-        Ok(resolved) => resolved,
-        Err(code) => return call.deny(code),
-    };
-    match call
-        .node()
+    match read_offset(call.node(), Caller::of(&call), &target).await {
+        Ok(None) => call.ok(&[]),
+        Ok(Some(info)) => {
+            let mut out = Vec::with_capacity(20);
+            info.encode(&mut out);
+            call.ok(&out)
+        }
+        Err(code) => call.deny(code),
+    }
+}
+
+/// A consumer's stored offset and the partition's current offset; `None`
+/// when nothing was stored.
+pub async fn read_offset(
+    node: &Node,
+    caller: Caller,
+    target: &OffsetTarget<'_>,
+) -> Result<Option<ConsumerOffsetInfo>, ErrorCode> {
+    let (addr, consumer) = offset_target(node, caller, target, false)?;
+    match node
         .partition(addr.ns(), PartitionOp::GetOffset { consumer })
         .await
     {
-        PartitionReply::Offset(None) => call.ok(&[]),
-        PartitionReply::Offset(Some((current_offset, stored_offset))) => {
-            let mut out = Vec::with_capacity(20);
-            ConsumerOffsetInfo {
-                partition_id: addr.partition,
-                current_offset,
-                stored_offset,
-            }
-            .encode(&mut out);
-            call.ok(&out)
+        PartitionReply::Offset(offsets) => {
+            Ok(
+                offsets.map(|(current_offset, stored_offset)| ConsumerOffsetInfo {
+                    partition_id: addr.partition,
+                    current_offset,
+                    stored_offset,
+                }),
+            )
         }
-        PartitionReply::Failed(code) => call.deny(code),
-        other => unexpected(&call, other),
+        other => Err(failure(other)),
     }
 }
 
 pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> Reply {
-    let (addr, consumer) = match offset_target(&call, &request.target, true) {
-        Ok(resolved) => resolved,
-        Err(code) => return call.deny(code),
-    };
-    let op = PartitionOp::StoreOffset {
-        consumer,
-        offset: request.offset,
-    };
-    match call.node().partition(addr.ns(), op).await {
+    let caller = Caller::of(&call);
+    reply_done(
+        &call,
+        write_offset(call.node(), caller, &request.target, request.offset).await,
+    )
+}
+
+/// Stores a consumer's offset; a group member that has caught up on a
+/// partition it is handing over completes the hand-over.
+pub async fn write_offset(
+    node: &Node,
+    caller: Caller,
+    target: &OffsetTarget<'_>,
+    offset: u64,
+) -> Result<(), ErrorCode> {
+    let (addr, consumer) = offset_target(node, caller, target, true)?;
+    let op = PartitionOp::StoreOffset { consumer, offset };
+    match node.partition(addr.ns(), op).await {
         PartitionReply::Stored { caught_up } => {
             if caught_up && consumer.0 == ConsumerKind::ConsumerGroup {
-                call.node().complete_revocation(addr, consumer.1).await;
+                node.complete_revocation(addr, consumer.1).await;
             }
-            call.ok(&[])
+            Ok(())
         }
-        PartitionReply::Failed(code) => call.deny(code),
-        other => unexpected(&call, other),
+        other => Err(failure(other)),
     }
 }
 
 pub async fn delete_offset(call: Call<'_>, request: DeleteConsumerOffset<'_>) -> Reply {
-    let (addr, consumer) = match offset_target(&call, &request.target, true) {
-        Ok(resolved) => resolved,
-        Err(code) => return call.deny(code),
-    };
-    done(
+    let caller = Caller::of(&call);
+    reply_done(
         &call,
-        call.node()
-            .partition(addr.ns(), PartitionOp::DeleteOffset { consumer })
+        remove_offset(call.node(), caller, &request.target).await,
+    )
+}
+
+/// Deletes a consumer's stored offset.
+pub async fn remove_offset(
+    node: &Node,
+    caller: Caller,
+    target: &OffsetTarget<'_>,
+) -> Result<(), ErrorCode> {
+    let (addr, consumer) = offset_target(node, caller, target, true)?;
+    done(
+        node.partition(addr.ns(), PartitionOp::DeleteOffset { consumer })
             .await,
     )
 }
 
-fn done(call: &Call<'_>, reply: PartitionReply) -> Reply {
+fn done(reply: PartitionReply) -> Result<(), ErrorCode> {
     match reply {
-        PartitionReply::Done => call.ok(&[]),
-        PartitionReply::Failed(code) => call.deny(code),
-        other => unexpected(call, other),
+        PartitionReply::Done => Ok(()),
+        other => Err(failure(other)),
+    }
+}
+
+fn reply_done(call: &Call<'_>, result: Result<(), ErrorCode>) -> Reply {
+    match result {
+        Ok(()) => call.ok(&[]),
+        Err(code) => call.deny(code),
     }
 }
 
 pub async fn flush(call: Call<'_>, request: FlushUnsavedBuffer<'_>) -> Reply {
     let target = {
         let metadata = call.node().metadata();
-        match resolve(&call, &metadata, &request.topic, send_action) {
+        match resolve(call.user(), &metadata, &request.topic, send_action) {
             Ok(target) => target,
             Err(code) => return call.deny(code),
         }
@@ -395,15 +484,14 @@ pub async fn flush(call: Call<'_>, request: FlushUnsavedBuffer<'_>) -> Reply {
         topic: target.topic,
         partition: request.partition_id,
     };
-    done(
-        &call,
-        call.node()
-            .partition(
-                addr.ns(),
-                PartitionOp::Flush {
-                    fsync: request.fsync,
-                },
-            )
-            .await,
-    )
+    let reply = call
+        .node()
+        .partition(
+            addr.ns(),
+            PartitionOp::Flush {
+                fsync: request.fsync,
+            },
+        )
+        .await;
+    reply_done(&call, done(reply))
 }

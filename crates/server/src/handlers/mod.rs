@@ -3,14 +3,14 @@
 //! shard's metadata replica, submit metadata operations to the committer, or
 //! call the shard that owns a partition.
 
-mod convert;
+pub mod convert;
 mod groups;
-mod messages;
+pub mod messages;
 mod streams;
-mod system;
-mod topics;
-mod users;
-mod write;
+pub mod system;
+pub mod topics;
+pub mod users;
+pub mod write;
 
 use protocol::header::RequestHeader;
 use protocol::reply::ReplyBuilder;

@@ -12,6 +12,7 @@ use protocol::responses::{
 };
 
 use super::Call;
+use crate::node::Node;
 use crate::node::clients::ClientRecord;
 use crate::node::process_stats::{self, now_us};
 use crate::session::{Reply, Transport};
@@ -33,11 +34,22 @@ fn semver() -> u32 {
 }
 
 pub fn stats(call: &Call<'_>) -> Reply {
-    let node = call.node();
-    let metadata = node.metadata();
-    if !metadata.is_allowed(call.user(), Action::ReadServers) {
+    if !call
+        .node()
+        .metadata()
+        .is_allowed(call.user(), Action::ReadServers)
+    {
         return call.deny(ErrorCode::Unauthorized);
     }
+    let mut out = Vec::new();
+    with_stats(call.node(), |stats| stats.encode(&mut out));
+    call.ok(&out)
+}
+
+/// Gathers the server's figures and hands them to `f` (the record borrows
+/// the host strings, so it cannot be returned).
+pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
+    let metadata = node.metadata();
     let ctx = &node.ctx;
     let run_time_us = now_us().saturating_sub(ctx.started_at_us);
     let host = process_stats::collect(&ctx.data_path, run_time_us);
@@ -51,8 +63,7 @@ pub fn stats(call: &Call<'_>) -> Reply {
         }
     }
     let version = env!("CARGO_PKG_VERSION");
-    let mut out = Vec::new();
-    Stats {
+    f(&Stats {
         process_id: host.process_id,
         cpu_usage: host.cpu_usage_percent,
         total_cpu_usage: host.total_cpu_usage_percent,
@@ -81,15 +92,26 @@ pub fn stats(call: &Call<'_>) -> Reply {
         threads_count: host.threads_count,
         free_disk_space: host.free_disk_bytes,
         total_disk_space: host.total_disk_bytes,
-    }
-    .encode(&mut out);
-    call.ok(&out)
+    })
 }
 
 /// Exactly one healthy leader: the SDK then stays on this connection.
 pub fn cluster_metadata(call: &Call<'_>) -> Reply {
-    let advertised = &call.node().ctx.advertised;
-    let node = ClusterNode {
+    let mut out = Vec::new();
+    with_cluster_node(call.node(), |node| {
+        ClusterMetadata {
+            name: CLUSTER_NAME,
+            nodes: &[*node],
+        }
+        .encode(&mut out)
+    });
+    call.ok(&out)
+}
+
+/// This node as cluster metadata lists it.
+pub fn with_cluster_node<R>(node: &Node, f: impl FnOnce(&ClusterNode<'_>) -> R) -> R {
+    let advertised = &node.ctx.advertised;
+    f(&ClusterNode {
         name: NODE_NAME,
         ip: &advertised.host,
         tcp_port: advertised.tcp_port,
@@ -98,14 +120,7 @@ pub fn cluster_metadata(call: &Call<'_>) -> Reply {
         websocket_port: advertised.websocket_port,
         role: NodeRole::Leader,
         status: NodeStatus::Healthy,
-    };
-    let mut out = Vec::new();
-    ClusterMetadata {
-        name: CLUSTER_NAME,
-        nodes: &[node],
-    }
-    .encode(&mut out);
-    call.ok(&out)
+    })
 }
 
 fn wire_transport(transport: Transport) -> responses::Transport {
@@ -118,7 +133,22 @@ fn wire_transport(transport: Transport) -> responses::Transport {
 }
 
 fn encode_client(call: &Call<'_>, record: &ClientRecord, details: bool, out: &mut Vec<u8>) {
-    let metadata = call.node().metadata();
+    with_client_info(call.node(), record, |info| {
+        if details {
+            responses::encode_client_details(out, info)
+        } else {
+            info.encode(out)
+        }
+    })
+}
+
+/// A connected client as the client commands describe it.
+pub fn with_client_info<R>(
+    node: &Node,
+    record: &ClientRecord,
+    f: impl FnOnce(&ClientInfo<'_>) -> R,
+) -> R {
+    let metadata = node.metadata();
     let groups: Vec<ClientGroup> = record
         .bound
         .map(|b| metadata.client_memberships(engine::metadata::ClientId(b.client)))
@@ -131,18 +161,13 @@ fn encode_client(call: &Call<'_>, record: &ClientRecord, details: bool, out: &mu
         })
         .collect();
     let address = record.peer.to_string();
-    let info = ClientInfo {
+    f(&ClientInfo {
         client_id: record.connection_id as u32,
         user_id: record.bound.map(|b| b.user_id),
         transport: wire_transport(record.transport),
         address: &address,
         consumer_groups: &groups,
-    };
-    if details {
-        responses::encode_client_details(out, &info)
-    } else {
-        info.encode(out)
-    }
+    })
 }
 
 pub fn me(call: &Call<'_>) -> Reply {
@@ -205,6 +230,18 @@ pub fn snapshot(call: &Call<'_>, compression: u8, types: &[u8]) -> Reply {
 }
 
 pub fn describe_options(call: &Call<'_>, scope: OptionsScope) -> Reply {
+    let mut out = Vec::new();
+    with_option_descriptors(scope, |descriptors| {
+        responses::encode_describe_options(&mut out, descriptors)
+    });
+    call.ok(&out)
+}
+
+/// The option catalogue of a resource kind.
+pub fn with_option_descriptors<R>(
+    scope: OptionsScope,
+    f: impl FnOnce(&[OptionDescriptor<'_>]) -> R,
+) -> R {
     let defaults = TopicOptions::default();
     let entries: Vec<(OptionEntry, Vec<u8>)> = match scope {
         OptionsScope::Topic => TOPIC_OPTION_KEYS
@@ -226,9 +263,7 @@ pub fn describe_options(call: &Call<'_>, scope: OptionsScope) -> Reply {
             description: describe(&e.key),
         })
         .collect();
-    let mut out = Vec::new();
-    responses::encode_describe_options(&mut out, &descriptors);
-    call.ok(&out)
+    f(&descriptors)
 }
 
 fn describe(key: &str) -> &'static str {

@@ -1,7 +1,11 @@
 //! Users and personal access tokens (binary protocol §10.2, §10.3).
 
 use engine::metadata::permissions::Action;
-use engine::metadata::{ApplyOutcome, Ident, MetadataState, OpKind, names, password, token};
+use engine::metadata::permissions::Permissions;
+use engine::metadata::user::{User, UserStatus};
+use engine::metadata::{
+    ApplyOutcome, Ident, MetadataState, OpKind, UserId, names, password, token,
+};
 use protocol::ErrorCode;
 use protocol::primitives::Identifier;
 use protocol::requests::{
@@ -13,6 +17,7 @@ use protocol::responses::{self, PersonalAccessTokenInfo};
 use super::Call;
 use super::convert::{ident, permissions_in, refuse_options, user_details, user_info, user_status};
 use super::write::{self, CacheReply, error_code, no_payload};
+use crate::node::Node;
 use crate::node::process_stats::now_us;
 use crate::session::Reply;
 
@@ -60,33 +65,50 @@ pub async fn create(call: Call<'_>, request: CreateUser<'_>) -> Reply {
     let checked = refuse_options(&request.options);
     let prepare = move |call: &Call<'_>| {
         checked?;
-        names::validate_username(&username).map_err(|e| code_of(&e))?;
-        names::validate_password(&plaintext).map_err(|e| code_of(&e))?;
-        if !call
-            .node()
-            .metadata()
-            .is_allowed(call.user(), Action::ManageUsers)
-        {
-            return Err(ErrorCode::Unauthorized);
-        }
-        Ok(OpKind::CreateUser {
+        create_user_op(
+            call.node(),
+            call.user(),
             username,
-            password_hash: hash(&plaintext)?,
+            &plaintext,
             status,
             permissions,
-        })
-    };
-    let respond = |state: &MetadataState, outcome: &ApplyOutcome| {
-        let ApplyOutcome::UserCreated { user } = outcome else {
-            return Vec::new();
-        };
-        user_details(
-            state
-                .user(*user)
-                .expect("a created user exists on the replica that applied it"),
         )
     };
+    let respond = |state: &MetadataState, outcome: &ApplyOutcome| {
+        created_user(state, outcome).map_or_else(Vec::new, user_details)
+    };
     write::execute_with(call, prepare, respond, CacheReply::Yes).await
+}
+
+/// The user an operation created.
+pub fn created_user<'s>(state: &'s MetadataState, outcome: &ApplyOutcome) -> Option<&'s User> {
+    let ApplyOutcome::UserCreated { user } = outcome else {
+        return None;
+    };
+    state.user(*user)
+}
+
+/// Validates a new user and hashes its password (once, before the commit,
+/// so the plaintext never enters the journal).
+pub fn create_user_op(
+    node: &Node,
+    actor: UserId,
+    username: String,
+    plaintext: &str,
+    status: UserStatus,
+    permissions: Option<Permissions>,
+) -> Result<OpKind, ErrorCode> {
+    names::validate_username(&username).map_err(|e| code_of(&e))?;
+    names::validate_password(plaintext).map_err(|e| code_of(&e))?;
+    if !node.metadata().is_allowed(actor, Action::ManageUsers) {
+        return Err(ErrorCode::Unauthorized);
+    }
+    Ok(OpKind::CreateUser {
+        username,
+        password_hash: hash(plaintext)?,
+        status,
+        permissions,
+    })
 }
 
 pub async fn update(call: Call<'_>, request: UpdateUser<'_>) -> Reply {
@@ -123,23 +145,35 @@ pub async fn change_password(call: Call<'_>, request: ChangePassword<'_>) -> Rep
     let current = request.current_password.to_owned();
     let new = request.new_password.to_owned();
     let prepare = move |call: &Call<'_>| {
-        names::validate_password(&new).map_err(|e| code_of(&e))?;
-        let metadata = call.node().metadata();
-        let user = metadata
-            .find_user(&target)
-            .ok_or(ErrorCode::ResourceNotFound)?;
-        if !metadata.is_allowed(call.user(), Action::ChangePassword { target: user.id }) {
-            return Err(ErrorCode::Unauthorized);
-        }
-        if !password::verify_password(&current, &user.password_hash) {
-            return Err(ErrorCode::InvalidCredentials);
-        }
-        Ok(OpKind::ChangePassword {
-            user: Ident::Id(user.id.0),
-            new_password_hash: hash(&new)?,
-        })
+        change_password_op(call.node(), call.user(), &target, &current, &new)
     };
     write::execute_with(call, prepare, no_payload, CacheReply::Yes).await
+}
+
+/// Checks the current password (a wrong one is refused before the commit)
+/// and hashes the new one.
+pub fn change_password_op(
+    node: &Node,
+    actor: UserId,
+    target: &Ident,
+    current: &str,
+    new: &str,
+) -> Result<OpKind, ErrorCode> {
+    names::validate_password(new).map_err(|e| code_of(&e))?;
+    let metadata = node.metadata();
+    let user = metadata
+        .find_user(target)
+        .ok_or(ErrorCode::ResourceNotFound)?;
+    if !metadata.is_allowed(actor, Action::ChangePassword { target: user.id }) {
+        return Err(ErrorCode::Unauthorized);
+    }
+    if !password::verify_password(current, &user.password_hash) {
+        return Err(ErrorCode::InvalidCredentials);
+    }
+    Ok(OpKind::ChangePassword {
+        user: Ident::Id(user.id.0),
+        new_password_hash: hash(new)?,
+    })
 }
 
 pub fn list_tokens(call: &Call<'_>) -> Reply {
@@ -157,27 +191,39 @@ pub fn list_tokens(call: &Call<'_>) -> Reply {
 }
 
 pub async fn create_token(call: Call<'_>, request: CreatePersonalAccessToken<'_>) -> Reply {
-    let name = request.name.as_str().to_owned();
     let minted = token::mint_token();
     let raw = minted.raw.clone();
-    let max_tokens = call.node().ctx.limits.max_tokens_per_user;
-    let expires_at = token::resolve_expiry(request.expiry_us, now_us(), None);
-    let prepare = move |_: &Call<'_>| {
-        names::validate_token_name(&name).map_err(|e| code_of(&e))?;
-        let expires_at_us = expires_at.map_err(|e| code_of(&e))?;
-        Ok(OpKind::CreatePersonalAccessToken {
-            name,
-            token_hash: minted.hash,
-            expires_at_us,
-            max_tokens_per_user: max_tokens,
-        })
-    };
+    let kind = create_token_op(
+        call.node(),
+        request.name.as_str().to_owned(),
+        minted.hash,
+        request.expiry_us,
+    );
     let respond = move |_: &MetadataState, _: &ApplyOutcome| {
         let mut out = Vec::new();
         responses::encode_raw_token(&mut out, &raw);
         out
     };
-    write::execute_with(call, prepare, respond, CacheReply::No).await
+    write::execute_with(call, move |_| kind, respond, CacheReply::No).await
+}
+
+/// Validates a new personal access token; only the hash of the raw token
+/// enters the operation.
+pub fn create_token_op(
+    node: &Node,
+    name: String,
+    token_hash: String,
+    expiry_us: u64,
+) -> Result<OpKind, ErrorCode> {
+    names::validate_token_name(&name).map_err(|e| code_of(&e))?;
+    let expires_at_us =
+        token::resolve_expiry(expiry_us, now_us(), None).map_err(|e| code_of(&e))?;
+    Ok(OpKind::CreatePersonalAccessToken {
+        name,
+        token_hash,
+        expires_at_us,
+        max_tokens_per_user: node.ctx.limits.max_tokens_per_user,
+    })
 }
 
 pub async fn delete_token(call: Call<'_>, request: DeletePersonalAccessToken<'_>) -> Reply {

@@ -329,6 +329,17 @@ impl Node {
         }
     }
 
+    /// The active owner of an unexpired personal access token.
+    pub fn token_user(&self, raw: &str) -> Option<u32> {
+        let hash = token::hash_token(raw);
+        let metadata = self.metadata();
+        let found = metadata.find_token_by_hash(&hash)?;
+        if found.is_expired(process_stats::now_us()) {
+            return None;
+        }
+        Some(found.user_id.0)
+    }
+
     pub async fn verify_token(&self, raw: &str) -> Result<u32, LoginFailure> {
         let hash = token::hash_token(raw);
         let now = process_stats::now_us();

@@ -33,6 +33,18 @@ pub enum Transport {
     WebSocket,
 }
 
+impl Transport {
+    /// The transport's label in the metrics.
+    pub fn metric(self) -> crate::metrics::Transport {
+        match self {
+            Transport::Tcp => crate::metrics::Transport::Tcp,
+            Transport::Quic => crate::metrics::Transport::Quic,
+            Transport::Http => crate::metrics::Transport::Http,
+            Transport::WebSocket => crate::metrics::Transport::WebSocket,
+        }
+    }
+}
+
 /// The identity bound by a successful login.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bound {
@@ -58,6 +70,7 @@ impl Session {
     pub fn new(shard: Rc<Shard>, transport: Transport, peer: SocketAddr) -> Self {
         let connection_id = shard.ctx.next_client_id();
         shard.node.connection_opened(connection_id, transport, peer);
+        shard.ctx.metrics.connection_opened(transport.metric());
         Self {
             shard,
             transport,
@@ -85,13 +98,25 @@ impl Session {
         match route(&header) {
             Route::Register => self.login(&header, body).await,
             Route::Command(CommandCode::LogoutUser) => self.logout(&header).await,
-            Route::Command(code) => self.command(&header, code, body).await,
+            Route::Command(code) => {
+                self.count(code);
+                self.command(&header, code, body).await
+            }
             Route::UnknownCode { .. } => {
                 Reply::frame(ReplyBuilder::for_request(&header).denial(ErrorCode::InvalidCommand))
             }
             Route::NotClientOperation { .. } => {
                 Reply::frame(eviction(&header, EvictionReason::InvalidRequestOperation)).and_close()
             }
+        }
+    }
+
+    fn count(&self, code: CommandCode) {
+        if let Some(index) = CommandCode::ALL.iter().position(|c| *c == code) {
+            self.shard
+                .ctx
+                .metrics
+                .request(self.transport.metric(), index);
         }
     }
 
@@ -136,5 +161,9 @@ impl Drop for Session {
     fn drop(&mut self) {
         let bound = self.bound.take();
         self.shard.node.connection_closed(self.connection_id, bound);
+        self.shard
+            .ctx
+            .metrics
+            .connection_closed(self.transport.metric());
     }
 }

@@ -90,6 +90,8 @@ pub struct ServerContext {
     pub advertised: Advertised,
     pub clients: ClientRegistry,
     pub partition_stats: PartitionStatsRegistry,
+    /// Counters of every shard and transport (`/metrics`).
+    pub metrics: crate::metrics::Metrics,
     inboxes: Vec<Inbox>,
     next_client_id: AtomicU64,
     next_session: AtomicU64,
@@ -124,6 +126,7 @@ impl ServerContext {
             },
             clients: ClientRegistry::default(),
             partition_stats: PartitionStatsRegistry::default(),
+            metrics: crate::metrics::Metrics::new(command_labels()),
             inboxes,
             next_client_id: AtomicU64::new(1),
             next_session: AtomicU64::new(1),
@@ -198,4 +201,16 @@ impl Drop for OpenConnection {
     fn drop(&mut self) {
         self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// Every command's registry name, in `CommandCode::ALL` order: the labels
+/// of the per-command request counters.
+fn command_labels() -> &'static [&'static str] {
+    static LABELS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    LABELS.get_or_init(|| {
+        protocol::CommandCode::ALL
+            .iter()
+            .map(|code| code.name())
+            .collect()
+    })
 }

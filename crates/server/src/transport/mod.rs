@@ -3,9 +3,9 @@
 //! shard 0; connections carry frames to the session layer, which is the same
 //! for every transport.
 //!
-//! Built so far: plaintext TCP. QUIC, WebSocket and HTTP are configured but
-//! not built in this release: they are never bound, the start-up log says so,
-//! and the runtime dump reports them as disabled.
+//! Built so far: plaintext TCP and the HTTP API. QUIC and WebSocket are
+//! configured but not built in this release: they are never bound, the
+//! start-up log says so, and the runtime dump reports them as disabled.
 
 pub mod tcp;
 
@@ -15,6 +15,7 @@ use std::rc::Rc;
 use anyhow::Context;
 use tracing::{info, warn};
 
+use crate::http::HttpSettings;
 use crate::shard::Shard;
 
 /// One transport's configured state.
@@ -45,10 +46,14 @@ pub struct BoundAddresses {
 /// Bound sockets, handed to shard 0.
 pub struct Listeners {
     tcp: Option<std::net::TcpListener>,
+    http: Option<(std::net::TcpListener, HttpSettings)>,
 }
 
 /// Binds every enabled, built transport.
-pub fn bind(plan: &ListenerPlan) -> anyhow::Result<(Listeners, BoundAddresses)> {
+pub fn bind(
+    plan: &ListenerPlan,
+    http_settings: HttpSettings,
+) -> anyhow::Result<(Listeners, BoundAddresses)> {
     let mut bound = BoundAddresses::default();
     let tcp = if plan.tcp.enabled {
         let listener = std::net::TcpListener::bind(plan.tcp.address)
@@ -62,21 +67,32 @@ pub fn bind(plan: &ListenerPlan) -> anyhow::Result<(Listeners, BoundAddresses)> 
         info!("TCP listener disabled by configuration (tcp.enabled = false)");
         None
     };
-    for (name, config) in [
-        ("HTTP", &plan.http),
-        ("QUIC", &plan.quic),
-        ("WebSocket", &plan.websocket),
-    ] {
+    let http = if plan.http.enabled {
+        let listener = std::net::TcpListener::bind(plan.http.address)
+            .with_context(|| format!("http.address: cannot bind {}", plan.http.address))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        info!(%addr, "HTTP listener bound (REST API)");
+        bound.http = Some(addr);
+        Some((listener, http_settings))
+    } else {
+        info!("HTTP listener disabled by configuration (http.enabled = false)");
+        None
+    };
+    for (name, config) in [("QUIC", &plan.quic), ("WebSocket", &plan.websocket)] {
         if config.enabled {
             warn!(address = %config.address, "{name} transport is enabled in configuration but not built in this release; not bound");
         }
     }
-    Ok((Listeners { tcp }, bound))
+    Ok((Listeners { tcp, http }, bound))
 }
 
 /// Starts the accept loops on shard 0.
 pub fn serve(shard: &Rc<Shard>, listeners: Listeners) {
     if let Some(listener) = listeners.tcp {
         tcp::serve(shard, listener);
+    }
+    if let Some((listener, settings)) = listeners.http {
+        crate::http::serve(shard, listener, settings);
     }
 }

@@ -1,0 +1,564 @@
+//! Messages and consumer offsets (HTTP API spec §14, §15). The JSON batch
+//! is turned into the same batch record the binary protocol carries, and a
+//! poll's binary reply is rendered as JSON, so both transports share the
+//! partition path.
+
+use std::time::Instant;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use engine::metadata::ClientId;
+use engine::metadata::topic::options::Durability;
+use hyper::StatusCode;
+use protocol::ErrorCode;
+use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Frames, build_record};
+use protocol::primitives::{
+    Consumer, ConsumerKind, Identifier, MAX_KV_FIELD_LEN, MAX_USER_HEADERS_BYTES, Partitioning,
+    PollingStrategy, UserHeaders, put_kv_pair,
+};
+use protocol::requests::{OffsetTarget, PollMessages, TopicRef};
+use protocol::responses::PollReplyHeader;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{HttpCall, Reply, ident};
+use crate::handlers::messages::{
+    Caller, append, poll_partition, read_offset, remove_offset, write_offset,
+};
+use crate::http::error::ApiError;
+
+/// Largest payload one message may carry.
+const MAX_PAYLOAD_BYTES: usize = 64_000_000;
+
+/// Header value kinds by their JSON names; the index + 1 is the wire code.
+const KIND_NAMES: [&str; 15] = [
+    "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
+    "uint32", "uint64", "uint128", "float32", "float64",
+];
+
+fn identifier(text: &str) -> Identifier<'_> {
+    match text.parse::<u32>() {
+        Ok(id) => Identifier::Numeric(id),
+        Err(_) => Identifier::Name(text),
+    }
+}
+
+fn topic_ref<'a>(stream: &'a str, topic: &'a str) -> TopicRef<'a> {
+    TopicRef {
+        stream_id: identifier(stream),
+        topic_id: identifier(topic),
+    }
+}
+
+/// HTTP callers are never group members: client id 0 (spec §15.3).
+fn caller(call: &HttpCall<'_>) -> Caller {
+    Caller {
+        user: call.user(),
+        client: ClientId(0),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendBody {
+    partitioning: PartitioningJson,
+    messages: Vec<MessageJson>,
+}
+
+#[derive(Deserialize)]
+struct PartitioningJson {
+    kind: String,
+    #[serde(default)]
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct MessageJson {
+    #[serde(default)]
+    id: MessageId,
+    payload: String,
+    #[serde(default)]
+    user_headers: Option<Value>,
+}
+
+/// A message id: a number, a decimal string, or a UUID (32 hex digits,
+/// dashes optional).
+#[derive(Default)]
+struct MessageId(u128);
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl Visitor<'_> for IdVisitor {
+            type Value = MessageId;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a message id: an unsigned number, a decimal string or a UUID")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<MessageId, E> {
+                Ok(MessageId(u128::from(v)))
+            }
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<MessageId, E> {
+                Ok(MessageId(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageId, E> {
+                parse_message_id(v)
+                    .map(MessageId)
+                    .ok_or_else(|| E::custom(format!("invalid message id '{v}'")))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+fn parse_message_id(text: &str) -> Option<u128> {
+    if let Ok(n) = text.parse::<u128>() {
+        return Some(n);
+    }
+    let hex: String = text.chars().filter(|c| *c != '-').collect();
+    (hex.len() == 32)
+        .then(|| u128::from_str_radix(&hex, 16).ok())
+        .flatten()
+}
+
+/// The partitioning of a JSON batch, owning its key.
+#[derive(Clone)]
+enum Target {
+    Balanced,
+    PartitionId(u32),
+    Key(Vec<u8>),
+}
+
+impl Target {
+    fn wire(&self) -> Partitioning<'_> {
+        match self {
+            Target::Balanced => Partitioning::Balanced,
+            Target::PartitionId(id) => Partitioning::PartitionId(*id),
+            Target::Key(key) => Partitioning::MessagesKey(key),
+        }
+    }
+}
+
+fn partitioning(json: &PartitioningJson) -> Result<Target, ApiError> {
+    let value = BASE64
+        .decode(&json.value)
+        .map_err(|_| ApiError::iggy(ErrorCode::InvalidKeyValueLength))?;
+    match json.kind.as_str() {
+        "balanced" => Ok(Target::Balanced),
+        "partition_id" => {
+            let bytes: [u8; 4] = value
+                .as_slice()
+                .try_into()
+                .map_err(|_| ApiError::iggy(ErrorCode::InvalidKeyValueLength))?;
+            Ok(Target::PartitionId(u32::from_le_bytes(bytes)))
+        }
+        "messages_key" => {
+            if !(1..=MAX_KV_FIELD_LEN).contains(&value.len()) {
+                return Err(ErrorCode::InvalidKeyValueLength.into());
+            }
+            Ok(Target::Key(value))
+        }
+        _ => Err(ApiError::bad_request(format!(
+            "unknown partitioning kind '{}'",
+            json.kind
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+struct HeaderField {
+    kind: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct HeaderEntry {
+    key: HeaderField,
+    value: HeaderField,
+}
+
+fn header_field(field: &HeaderField) -> Result<(u8, Vec<u8>), ApiError> {
+    let kind = KIND_NAMES
+        .iter()
+        .position(|k| k.eq_ignore_ascii_case(&field.kind))
+        .ok_or_else(|| ApiError::bad_request(format!("unknown header kind '{}'", field.kind)))?;
+    let bytes = BASE64
+        .decode(&field.value)
+        .map_err(|_| ApiError::bad_request("a header value is not valid base64"))?;
+    if !(1..=MAX_KV_FIELD_LEN).contains(&bytes.len()) {
+        return Err(ErrorCode::InvalidKeyValueLength.into());
+    }
+    Ok((kind as u8 + 1, bytes))
+}
+
+/// User headers in their wire form: from an array of fields, or raw bytes
+/// given as base64.
+fn user_headers(value: Option<&Value>) -> Result<Vec<u8>, ApiError> {
+    let block = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(raw)) => BASE64
+            .decode(raw)
+            .map_err(|_| ApiError::bad_request("user_headers is not valid base64"))?,
+        Some(array @ Value::Array(_)) => {
+            let entries: Vec<HeaderEntry> = serde_json::from_value(array.clone())
+                .map_err(|e| ApiError::bad_request(format!("invalid user_headers: {e}")))?;
+            let mut block = Vec::new();
+            for entry in &entries {
+                let (key_kind, key) = header_field(&entry.key)?;
+                let (value_kind, value) = header_field(&entry.value)?;
+                put_kv_pair(&mut block, key_kind, &key, value_kind, &value);
+            }
+            block
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "user_headers must be an array or a string",
+            ));
+        }
+    };
+    if block.len() > MAX_USER_HEADERS_BYTES {
+        return Err(ErrorCode::TooBigUserHeaders.into());
+    }
+    Ok(block)
+}
+
+struct Prepared {
+    id: u128,
+    payload: Vec<u8>,
+    headers: Vec<u8>,
+}
+
+fn prepare(message: &MessageJson) -> Result<Prepared, ApiError> {
+    let payload = BASE64
+        .decode(&message.payload)
+        .map_err(|_| ApiError::bad_request("a payload is not valid base64"))?;
+    if payload.is_empty() {
+        return Err(ErrorCode::EmptyMessagePayload.into());
+    }
+    if payload.len() > MAX_PAYLOAD_BYTES {
+        return Err(ErrorCode::TooBigMessagePayload.into());
+    }
+    let id = match message.id.0 {
+        0 => rand::random::<u128>(),
+        id => id,
+    };
+    Ok(Prepared {
+        id,
+        payload,
+        headers: user_headers(message.user_headers.as_ref())?,
+    })
+}
+
+pub async fn send(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Reply, ApiError> {
+    let started = Instant::now();
+    let body: SendBody = call.json()?;
+    let ack_none = match call.param::<String>("ack")?.as_deref() {
+        None | Some("replicated") => false,
+        Some("none") => true,
+        Some(other) => return Err(ApiError::bad_request(format!("unknown ack '{other}'"))),
+    };
+    if body.messages.is_empty() {
+        return Err(ErrorCode::InvalidMessagesCount.into());
+    }
+    let target = partitioning(&body.partitioning)?;
+    let prepared = body
+        .messages
+        .iter()
+        .map(prepare)
+        .collect::<Result<Vec<_>, _>>()?;
+    let parts: Vec<(u128, &[u8], &[u8])> = prepared
+        .iter()
+        .map(|m| (m.id, m.payload.as_slice(), m.headers.as_slice()))
+        .collect();
+    let record = build_record(crate::node::process_stats::now_us(), &parts);
+    let bytes = record.len() as u64;
+    let count = prepared.len() as u64;
+    let node = call.node();
+    if ack_none {
+        let shard = call.app.shard.clone();
+        let (stream, topic, user) = (stream.to_owned(), topic.to_owned(), call.user());
+        compio::runtime::spawn(async move {
+            let topic = topic_ref(&stream, &topic);
+            match append(&shard.node, user, &topic, &target.wire(), record).await {
+                Ok(_) => shard.node.ctx.metrics.messages_in(count, bytes),
+                Err(code) => tracing::debug!(?code, "an unacknowledged HTTP batch was refused"),
+            }
+        })
+        .detach();
+        return Ok(Reply::Produced {
+            status: StatusCode::ACCEPTED,
+            durability: "none",
+            body: Vec::new(),
+        });
+    }
+    let confirmation = append(
+        node,
+        call.user(),
+        &topic_ref(stream, topic),
+        &target.wire(),
+        record,
+    )
+    .await?;
+    node.ctx.metrics.messages_in(count, bytes);
+    node.ctx.metrics.observe_send(started.elapsed());
+    let durability = {
+        let metadata = node.metadata();
+        let persisted = metadata
+            .find_topic(&ident(stream), &ident(topic))
+            .is_ok_and(|t| t.options.durability == Durability::Persisted);
+        if persisted { "persisted" } else { "replicated" }
+    };
+    let body = json!({"confirmations": [{
+        "stream_id": confirmation.stream_id,
+        "topic_id": confirmation.topic_id,
+        "partition_id": confirmation.partition_id,
+        "base_offset": confirmation.base_offset,
+    }]});
+    Ok(Reply::Produced {
+        status: StatusCode::CREATED,
+        durability,
+        body: serde_json::to_vec(&body).unwrap_or_default(),
+    })
+}
+
+fn strategy(kind: &str, value: u64) -> Result<PollingStrategy, ApiError> {
+    Ok(match kind {
+        "offset" => PollingStrategy::Offset(value),
+        "timestamp" => PollingStrategy::Timestamp(value),
+        "first" => PollingStrategy::First,
+        "last" => PollingStrategy::Last,
+        "next" => PollingStrategy::Next,
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "unknown polling kind '{kind}'"
+            )));
+        }
+    })
+}
+
+/// Missing entities read as the generic not-found body; a missing
+/// partition keeps its typed body.
+fn read_error(code: ErrorCode) -> ApiError {
+    match code {
+        ErrorCode::StreamIdNotFound
+        | ErrorCode::TopicIdNotFound
+        | ErrorCode::ConsumerGroupIdNotFound
+        | ErrorCode::ResourceNotFound => ApiError::not_found(),
+        other => ApiError::iggy(other),
+    }
+}
+
+pub async fn poll(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Reply, ApiError> {
+    let started = Instant::now();
+    let consumer_id = call
+        .param::<String>("consumer_id")?
+        .unwrap_or_else(|| "1".into());
+    let kind = call
+        .param::<String>("kind")?
+        .unwrap_or_else(|| "offset".into());
+    let request = PollMessages {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: identifier(&consumer_id),
+        },
+        topic: topic_ref(stream, topic),
+        partition_id: Some(call.param("partition_id")?.unwrap_or(0)),
+        strategy: strategy(&kind, call.param("value")?.unwrap_or(0))?,
+        count: call.param("count")?.unwrap_or(10),
+        auto_commit: call.param("auto_commit")?.unwrap_or(false),
+    };
+    let node = call.node();
+    let body = poll_partition(node, caller(call), &request)
+        .await
+        .map_err(read_error)?;
+    let polled = render_poll(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
+    node.ctx
+        .metrics
+        .messages_out(polled.messages.len() as u64, body.len() as u64);
+    node.ctx.metrics.observe_poll(started.elapsed());
+    Ok(Reply::Json(
+        StatusCode::OK,
+        serde_json::to_vec(&polled).unwrap_or_default(),
+    ))
+}
+
+#[derive(Serialize)]
+struct Polled {
+    partition_id: u32,
+    current_offset: u64,
+    count: u32,
+    messages: Vec<PolledMessage>,
+}
+
+#[derive(Serialize)]
+struct PolledMessage {
+    header: PolledHeader,
+    payload: String,
+    user_headers: Value,
+}
+
+#[derive(Serialize)]
+struct PolledHeader {
+    checksum: u64,
+    id: u128,
+    offset: u64,
+    timestamp: u64,
+    origin_timestamp: u64,
+    user_headers_length: u32,
+    payload_length: u32,
+    reserved: u64,
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The binary poll reply (header, then batch records) as JSON.
+fn render_poll(body: &[u8]) -> Option<Polled> {
+    let partition_id = le_u32(body, 0)?;
+    let current_offset = le_u64(body, 4)?;
+    let mut rest = body.get(PollReplyHeader::SIZE..)?;
+    let mut messages = Vec::new();
+    while !rest.is_empty() {
+        let header = BatchHeader::read(rest).ok()?;
+        let length = usize::try_from(header.batch_length).ok()?;
+        let record = rest.get(..length)?;
+        for frame in Frames::new(record.get(BATCH_HEADER_SIZE..)?) {
+            let (_, frame) = frame.ok()?;
+            let headers = frame.user_headers();
+            messages.push(PolledMessage {
+                header: PolledHeader {
+                    checksum: frame.checksum(),
+                    id: frame.id(),
+                    offset: header.base_offset + u64::from(frame.offset_delta()),
+                    timestamp: header.base_timestamp,
+                    origin_timestamp: header.origin_timestamp + u64::from(frame.timestamp_delta()),
+                    user_headers_length: headers.len() as u32,
+                    payload_length: frame.payload().len() as u32,
+                    reserved: 0,
+                },
+                payload: BASE64.encode(frame.payload()),
+                user_headers: headers_json(headers),
+            });
+        }
+        rest = &rest[length..];
+    }
+    Some(Polled {
+        partition_id,
+        current_offset,
+        count: messages.len() as u32,
+        messages,
+    })
+}
+
+fn headers_json(block: &[u8]) -> Value {
+    if block.is_empty() {
+        return Value::Array(Vec::new());
+    }
+    let Ok(headers) = UserHeaders::parse(block) else {
+        return Value::String(BASE64.encode(block));
+    };
+    let field = |kind: u8, bytes: &[u8]| {
+        let name = KIND_NAMES
+            .get(usize::from(kind).wrapping_sub(1))
+            .copied()
+            .unwrap_or("raw");
+        json!({"kind": name, "value": BASE64.encode(bytes)})
+    };
+    headers
+        .iter()
+        .map(|e| json!({"key": field(e.key_kind, e.key), "value": field(e.value_kind, e.value)}))
+        .collect()
+}
+
+pub async fn get_offset(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Reply, ApiError> {
+    let consumer_id = call
+        .param::<String>("consumer_id")?
+        .ok_or_else(|| ApiError::bad_request("consumer_id is required"))?;
+    let target = OffsetTarget {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: identifier(&consumer_id),
+        },
+        topic: topic_ref(stream, topic),
+        partition_id: Some(call.param("partition_id")?.unwrap_or(0)),
+    };
+    let info = read_offset(call.node(), caller(call), &target)
+        .await
+        .map_err(|code| match code {
+            ErrorCode::PartitionNotFound => ApiError::not_found(),
+            other => read_error(other),
+        })?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Reply::json(&json!({
+        "partition_id": info.partition_id,
+        "current_offset": info.current_offset,
+        "stored_offset": info.stored_offset,
+    })))
+}
+
+/// A consumer id sent as a string or a number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ConsumerIdJson {
+    Number(u32),
+    Text(String),
+}
+
+impl ConsumerIdJson {
+    fn text(&self) -> String {
+        match self {
+            ConsumerIdJson::Number(n) => n.to_string(),
+            ConsumerIdJson::Text(t) => t.clone(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StoreOffset {
+    consumer_id: ConsumerIdJson,
+    #[serde(default)]
+    partition_id: Option<u32>,
+    offset: u64,
+}
+
+pub async fn store_offset(
+    call: &HttpCall<'_>,
+    stream: &str,
+    topic: &str,
+) -> Result<Reply, ApiError> {
+    let request: StoreOffset = call.json()?;
+    let consumer_id = request.consumer_id.text();
+    let target = OffsetTarget {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: identifier(&consumer_id),
+        },
+        topic: topic_ref(stream, topic),
+        partition_id: Some(request.partition_id.unwrap_or(0)),
+    };
+    write_offset(call.node(), caller(call), &target, request.offset).await?;
+    Ok(Reply::no_content())
+}
+
+pub async fn delete_offset(
+    call: &HttpCall<'_>,
+    stream: &str,
+    topic: &str,
+    consumer_id: &str,
+) -> Result<Reply, ApiError> {
+    let target = OffsetTarget {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: identifier(consumer_id),
+        },
+        topic: topic_ref(stream, topic),
+        partition_id: Some(call.param("partition_id")?.unwrap_or(0)),
+    };
+    remove_offset(call.node(), caller(call), &target).await?;
+    Ok(Reply::no_content())
+}

@@ -1,0 +1,392 @@
+//! Users, logins and personal access tokens (HTTP API spec §5, §8, §9).
+
+use std::collections::BTreeMap;
+
+use engine::metadata::permissions::Action;
+use engine::metadata::user::{User, UserStatus};
+use engine::metadata::{Ident, OpKind, token};
+use protocol::ErrorCode;
+use protocol::primitives as wire;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{HttpCall, Reply, ident};
+use crate::handlers::convert::{permissions_in, permissions_out, user_info};
+use crate::handlers::users::{change_password_op, create_token_op, create_user_op, created_user};
+use crate::http::error::ApiError;
+use crate::http::json;
+use crate::node::LoginFailure;
+use crate::node::process_stats::now_us;
+
+fn now_secs() -> u64 {
+    now_us() / 1_000_000
+}
+
+#[derive(Deserialize)]
+struct Credentials {
+    username: String,
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct RawToken {
+    token: String,
+}
+
+fn login_failure(failure: LoginFailure) -> ApiError {
+    ApiError::iggy(match failure {
+        LoginFailure::InvalidCredentials => ErrorCode::InvalidCredentials,
+        LoginFailure::InvalidToken => ErrorCode::InvalidPersonalAccessToken,
+        LoginFailure::UserInactive => ErrorCode::UserInactive,
+    })
+}
+
+pub async fn login(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let credentials: Credentials = call.json()?;
+    let user = call
+        .node()
+        .verify_password(&credentials.username, &credentials.password)
+        .await
+        .map_err(login_failure)?;
+    Ok(Reply::json(&call.app.settings.auth.issue(user, now_secs())))
+}
+
+pub fn token_login(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let raw: RawToken = call.json()?;
+    let user = call
+        .node()
+        .token_user(&raw.token)
+        .ok_or(ApiError::iggy(ErrorCode::InvalidPersonalAccessToken))?;
+    let active = call
+        .node()
+        .metadata()
+        .user(engine::metadata::UserId(user))
+        .is_some_and(User::is_active);
+    if !active {
+        return Err(ErrorCode::UserInactive.into());
+    }
+    Ok(Reply::json(&call.app.settings.auth.issue(user, now_secs())))
+}
+
+/// A new token for the holder of a still-valid one (the old one stays
+/// valid until its own expiry).
+pub fn refresh(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let raw: RawToken = call.json()?;
+    let auth = &call.app.settings.auth;
+    let user = auth
+        .user_of_token(&raw.token, now_secs())
+        .ok_or(ApiError::iggy(ErrorCode::InvalidAccessToken))?;
+    Ok(Reply::json(&auth.issue(user, now_secs())))
+}
+
+fn details(user: &User) -> Value {
+    let permissions = user.permissions.as_ref().map(permissions_out);
+    json::user(&user_info(user), Some(permissions.as_ref()))
+}
+
+/// `me` names the caller.
+fn target(call: &HttpCall<'_>, user: &str) -> Ident {
+    if user == "me" {
+        Ident::Id(call.user().0)
+    } else {
+        ident(user)
+    }
+}
+
+pub fn list(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let metadata = call.node().metadata();
+    if !metadata.is_allowed(call.user(), Action::ReadUsers { target: None }) {
+        return Err(ErrorCode::Unauthorized.into());
+    }
+    let list: Vec<Value> = metadata
+        .users()
+        .map(|u| json::user(&user_info(u), None))
+        .collect();
+    Ok(Reply::json(&list))
+}
+
+pub fn get(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
+    let metadata = call.node().metadata();
+    let user = metadata
+        .find_user(&target(call, user))
+        .ok_or_else(ApiError::not_found)?;
+    if !metadata.is_allowed(
+        call.user(),
+        Action::ReadUsers {
+            target: Some(user.id),
+        },
+    ) {
+        return Err(ErrorCode::Unauthorized.into());
+    }
+    Ok(Reply::json(&details(user)))
+}
+
+fn status_of(text: &str) -> Result<UserStatus, ApiError> {
+    match text.to_ascii_lowercase().as_str() {
+        "active" => Ok(UserStatus::Active),
+        "inactive" => Ok(UserStatus::Inactive),
+        _ => Err(ApiError::bad_request("status must be active or inactive")),
+    }
+}
+
+#[derive(Deserialize)]
+struct CreateUser {
+    username: String,
+    password: String,
+    status: String,
+    #[serde(default)]
+    permissions: Option<PermissionsJson>,
+}
+
+pub async fn create(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let request: CreateUser = call.json()?;
+    let status = status_of(&request.status)?;
+    let permissions = request.permissions.map(|p| permissions_in(&p.into_wire()));
+    let kind = create_user_op(
+        call.node(),
+        call.user(),
+        request.username,
+        &request.password,
+        status,
+        permissions,
+    )?;
+    let outcome = call.commit(kind).await?;
+    let metadata = call.node().metadata();
+    let user = created_user(&metadata, &outcome).ok_or(ApiError::iggy(ErrorCode::Error))?;
+    Ok(Reply::json(&details(user)))
+}
+
+#[derive(Deserialize)]
+struct UpdateUser {
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    options: Option<BTreeMap<String, Value>>,
+}
+
+/// No option key is updatable on streams or users today.
+pub fn refuse_option_keys(options: Option<&BTreeMap<String, Value>>) -> Result<(), ApiError> {
+    match options {
+        Some(map) if !map.is_empty() => Err(ErrorCode::UnsupportedOptionKey.into()),
+        _ => Ok(()),
+    }
+}
+
+pub async fn update(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
+    let request: UpdateUser = call.json()?;
+    refuse_option_keys(request.options.as_ref())?;
+    let status = request.status.as_deref().map(status_of).transpose()?;
+    call.commit(OpKind::UpdateUser {
+        user: target(call, user),
+        username: request.username,
+        status,
+    })
+    .await?;
+    Ok(Reply::no_content())
+}
+
+pub async fn delete(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
+    call.commit(OpKind::DeleteUser {
+        user: target(call, user),
+    })
+    .await?;
+    Ok(Reply::no_content())
+}
+
+#[derive(Deserialize)]
+struct ChangePassword {
+    current_password: String,
+    new_password: String,
+}
+
+pub async fn change_password(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
+    let request: ChangePassword = call.json()?;
+    let kind = change_password_op(
+        call.node(),
+        call.user(),
+        &target(call, user),
+        &request.current_password,
+        &request.new_password,
+    )?;
+    call.commit(kind).await?;
+    Ok(Reply::no_content())
+}
+
+#[derive(Deserialize)]
+struct UpdatePermissions {
+    #[serde(default)]
+    permissions: Option<PermissionsJson>,
+}
+
+pub async fn update_permissions(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
+    let request: UpdatePermissions = call.json()?;
+    call.commit(OpKind::UpdatePermissions {
+        user: target(call, user),
+        permissions: request.permissions.map(|p| permissions_in(&p.into_wire())),
+    })
+    .await?;
+    Ok(Reply::no_content())
+}
+
+pub fn tokens(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let metadata = call.node().metadata();
+    let list: Vec<Value> = metadata
+        .tokens_of(call.user())
+        .map(|t| json!({"name": t.name, "expiry_at": t.expires_at_us}))
+        .collect();
+    Ok(Reply::json(&list))
+}
+
+#[derive(Deserialize)]
+struct CreateToken {
+    name: String,
+    #[serde(default)]
+    expiry: u64,
+}
+
+pub async fn create_token(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+    let request: CreateToken = call.json()?;
+    let minted = token::mint_token();
+    let kind = create_token_op(call.node(), request.name, minted.hash, request.expiry)?;
+    call.commit(kind).await?;
+    Ok(Reply::json(&json!({"token": minted.raw})))
+}
+
+pub async fn delete_token(call: &HttpCall<'_>, name: String) -> Result<Reply, ApiError> {
+    call.commit(OpKind::DeletePersonalAccessToken { name })
+        .await?;
+    Ok(Reply::no_content())
+}
+
+/// The permissions block as JSON carries it (map keys are decimal ids).
+#[derive(Deserialize)]
+struct PermissionsJson {
+    #[serde(default)]
+    global: GlobalJson,
+    #[serde(default)]
+    streams: Option<BTreeMap<String, StreamJson>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct GlobalJson {
+    manage_servers: bool,
+    read_servers: bool,
+    manage_users: bool,
+    read_users: bool,
+    manage_streams: bool,
+    read_streams: bool,
+    manage_topics: bool,
+    read_topics: bool,
+    poll_messages: bool,
+    send_messages: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StreamJson {
+    manage_stream: bool,
+    read_stream: bool,
+    manage_topics: bool,
+    read_topics: bool,
+    poll_messages: bool,
+    send_messages: bool,
+    topics: Option<BTreeMap<String, TopicJson>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
+struct TopicJson {
+    manage_topic: bool,
+    read_topic: bool,
+    poll_messages: bool,
+    send_messages: bool,
+}
+
+impl PermissionsJson {
+    fn into_wire(self) -> wire::Permissions {
+        let g = self.global;
+        let streams = self
+            .streams
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(id, s)| {
+                let topics = s
+                    .topics
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|(id, t)| {
+                        Some(wire::TopicPermissions {
+                            topic_id: id.parse().ok()?,
+                            manage_topic: t.manage_topic,
+                            read_topic: t.read_topic,
+                            poll_messages: t.poll_messages,
+                            send_messages: t.send_messages,
+                        })
+                    })
+                    .collect();
+                Some(wire::StreamPermissions {
+                    stream_id: id.parse().ok()?,
+                    manage_stream: s.manage_stream,
+                    read_stream: s.read_stream,
+                    manage_topics: s.manage_topics,
+                    read_topics: s.read_topics,
+                    poll_messages: s.poll_messages,
+                    send_messages: s.send_messages,
+                    topics,
+                })
+            })
+            .collect();
+        wire::Permissions {
+            global: wire::GlobalPermissions {
+                manage_servers: g.manage_servers,
+                read_servers: g.read_servers,
+                manage_users: g.manage_users,
+                read_users: g.read_users,
+                manage_streams: g.manage_streams,
+                read_streams: g.read_streams,
+                manage_topics: g.manage_topics,
+                read_topics: g.read_topics,
+                poll_messages: g.poll_messages,
+                send_messages: g.send_messages,
+            },
+            streams,
+        }
+    }
+}
+
+/// `YYYYMMDD_HHMMSS` (UTC) of a Unix time.
+pub fn utc_stamp(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let secs = unix_secs % 86_400;
+    // Civil date from days since 1970-01-01 (Gregorian, proleptic).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}_{:02}{:02}{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_stamp;
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        assert_eq!(utc_stamp(0), "19700101_000000");
+        assert_eq!(utc_stamp(1_767_225_600), "20260101_000000");
+        assert_eq!(utc_stamp(951_825_600 + 3661), "20000229_130101");
+    }
+}

@@ -1,0 +1,166 @@
+//! Who is calling (HTTP API spec §5): bearer tokens are JWTs this server
+//! issued at login, or raw personal access tokens.
+//!
+//! Tokens are stateless: logout and refresh revoke nothing, and a token
+//! dies at its `exp`. Without a configured secret a random one is made at
+//! start-up, so tokens do not survive a restart.
+
+use anyhow::Context;
+use base64::Engine as _;
+use engine::metadata::UserId;
+use hyper::HeaderMap;
+use protocol::ErrorCode;
+use serde::Serialize;
+
+use super::error::ApiError;
+use super::jwt::{self, Algorithm, Claims, Keys};
+use crate::node::Node;
+use server::config::{JwtConfig, TokenExpiry};
+
+/// Seconds added for a token that "never" expires (spec §5.2).
+const NEVER_EXPIRES_SECS: u64 = 1_000_000_000;
+
+pub struct HttpAuth {
+    keys: Keys,
+    issuer: String,
+    audience: String,
+    lifetime_secs: u64,
+    not_before_secs: u64,
+}
+
+/// The login answer.
+#[derive(Debug, Serialize)]
+pub struct IdentityInfo {
+    pub user_id: u32,
+    pub access_token: AccessToken,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AccessToken {
+    pub token: String,
+    /// The token's `exp`, Unix seconds.
+    pub expiry: u64,
+}
+
+impl HttpAuth {
+    pub fn from_config(config: &JwtConfig) -> anyhow::Result<Self> {
+        let algorithm = Algorithm::parse(&config.algorithm).with_context(|| {
+            format!(
+                "http.jwt.algorithm: '{}' is not supported (HS256, HS384 or HS512)",
+                config.algorithm
+            )
+        })?;
+        let decode = |secret: &str| -> anyhow::Result<Vec<u8>> {
+            if config.use_base64_secret {
+                base64::engine::general_purpose::STANDARD
+                    .decode(secret)
+                    .context("http.jwt: the secret is not valid base64")
+            } else {
+                Ok(secret.as_bytes().to_vec())
+            }
+        };
+        let (encoding, decoding) = match (
+            config.encoding_secret.is_empty(),
+            config.decoding_secret.is_empty(),
+        ) {
+            (true, true) => {
+                let secret = jwt::random_secret().into_bytes();
+                (secret.clone(), secret)
+            }
+            (false, true) => {
+                let secret = decode(&config.encoding_secret)?;
+                (secret.clone(), secret)
+            }
+            (true, false) => {
+                let secret = decode(&config.decoding_secret)?;
+                (secret.clone(), secret)
+            }
+            (false, false) => (
+                decode(&config.encoding_secret)?,
+                decode(&config.decoding_secret)?,
+            ),
+        };
+        let lifetime_secs = match config.access_token_expiry {
+            TokenExpiry::Never => NEVER_EXPIRES_SECS,
+            TokenExpiry::ServerDefault => 3600,
+            TokenExpiry::After(d) => d.as_secs().max(1),
+        };
+        let mut valid_issuers = config.valid_issuers.clone();
+        valid_issuers.push(config.issuer.clone());
+        let mut valid_audiences = config.valid_audiences.clone();
+        valid_audiences.push(config.audience.clone());
+        Ok(Self {
+            keys: Keys::new(
+                algorithm,
+                encoding,
+                decoding,
+                valid_issuers,
+                valid_audiences,
+                std::time::Duration::from(config.clock_skew).as_secs(),
+            ),
+            issuer: config.issuer.clone(),
+            audience: config.audience.clone(),
+            lifetime_secs,
+            not_before_secs: std::time::Duration::from(config.not_before).as_secs(),
+        })
+    }
+
+    /// A fresh access token for a user.
+    pub fn issue(&self, user_id: u32, now_secs: u64) -> IdentityInfo {
+        let exp = now_secs.saturating_add(self.lifetime_secs);
+        let claims = Claims {
+            jti: jwt::uuid_v7(now_secs.saturating_mul(1000)),
+            sub: user_id.to_string(),
+            iss: self.issuer.clone(),
+            aud: self.audience.clone(),
+            iat: now_secs,
+            exp,
+            nbf: now_secs.saturating_add(self.not_before_secs),
+        };
+        IdentityInfo {
+            user_id,
+            access_token: AccessToken {
+                token: self.keys.mint(&claims),
+                expiry: exp,
+            },
+        }
+    }
+
+    /// The user a self-issued token names, if it verifies.
+    pub fn user_of_token(&self, token: &str, now_secs: u64) -> Option<u32> {
+        let claims = self.keys.verify(token, now_secs).ok()?;
+        claims.sub.parse().ok()
+    }
+
+    /// Resolves the bearer of a request to an active user: a JWT first, then
+    /// a raw personal access token.
+    pub fn authenticate(&self, node: &Node, headers: &HeaderMap) -> Result<UserId, ApiError> {
+        let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
+            return Err(ErrorCode::AccessTokenMissing.into());
+        };
+        let bearer = value
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .unwrap_or_default();
+        if bearer.is_empty() {
+            return Err(ErrorCode::AccessTokenMissing.into());
+        }
+        let now_us = crate::node::process_stats::now_us();
+        let user = match self.user_of_token(bearer, now_us / 1_000_000) {
+            Some(user) => user,
+            None => node
+                .token_user(bearer)
+                .ok_or(ApiError::iggy(ErrorCode::Unauthenticated))?,
+        };
+        let metadata = node.metadata();
+        match metadata.user(UserId(user)) {
+            Some(u) if u.is_active() => Ok(u.id),
+            _ => Err(ErrorCode::Unauthenticated.into()),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The HTTP REST API (HTTP API spec), served by hyper on shard 0.
+//!
+//! One request goes: count it, answer CORS preflights, match the route,
+//! authenticate the bearer (except on public routes), read the body under
+//! `http.max_request_size`, run the handler against the same engine the
+//! binary protocol uses, and render JSON. Success and redirect answers carry
+//! `iggy-view` (except `/ping`); errors never do.
+
+mod api;
+mod auth;
+mod cors;
+mod error;
+mod json;
+mod jwt;
+mod router;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use cyper_core::{CompioExecutor, HyperStream};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::{Request, Response, StatusCode};
+use send_wrapper::SendWrapper;
+use server::config::HttpConfig;
+use tracing::{debug, warn};
+
+use crate::shard::Shard;
+pub use auth::HttpAuth;
+use cors::Cors;
+pub use error::ApiError;
+use router::{Route, RouteError};
+
+pub type HttpResponse = Response<Full<Bytes>>;
+
+/// The view number of this node's metadata (a single node stays in view 0).
+const VIEW: &str = "0";
+
+/// Everything the HTTP listener needs, built once at start-up.
+pub struct HttpSettings {
+    pub auth: HttpAuth,
+    pub max_request_size: usize,
+    pub cors: Option<Cors>,
+    pub metrics_path: Option<String>,
+}
+
+impl HttpSettings {
+    pub fn from_config(config: &HttpConfig) -> anyhow::Result<Self> {
+        Ok(Self {
+            auth: HttpAuth::from_config(&config.jwt)?,
+            max_request_size: usize::try_from(config.max_request_size.as_bytes())
+                .unwrap_or(usize::MAX),
+            cors: config.cors.enabled.then(|| Cors::from_config(&config.cors)),
+            metrics_path: config
+                .metrics
+                .enabled
+                .then(|| config.metrics.endpoint.clone()),
+        })
+    }
+}
+
+pub struct HttpApp {
+    pub shard: Rc<Shard>,
+    pub settings: HttpSettings,
+}
+
+/// Spawns the accept loop on this shard (shard 0).
+pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, settings: HttpSettings) {
+    let listener = match compio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!("cannot serve the HTTP listener: {e}");
+            return;
+        }
+    };
+    let app = Rc::new(HttpApp {
+        shard: shard.clone(),
+        settings,
+    });
+    compio::runtime::spawn(accept_loop(listener, app)).detach();
+}
+
+async fn accept_loop(listener: compio::net::TcpListener, app: Rc<HttpApp>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                warn!("HTTP accept failed: {e}");
+                compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if app.shard.ctx.is_stopping() {
+            break;
+        }
+        let _ = stream.set_nodelay(true);
+        compio::runtime::spawn(serve_connection(app.clone(), stream, peer)).detach();
+    }
+}
+
+async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer: SocketAddr) {
+    app.shard
+        .ctx
+        .metrics
+        .connection_opened(crate::metrics::Transport::Http);
+    let io = Box::pin(HyperStream::new_plain(stream));
+    let service = Service(SendWrapper::new(app.clone()));
+    let builder = hyper_util::server::conn::auto::Builder::new(CompioExecutor);
+    if let Err(e) = builder.serve_connection(io, service).await {
+        debug!(%peer, "HTTP connection ended: {e}");
+    }
+    app.shard
+        .ctx
+        .metrics
+        .connection_closed(crate::metrics::Transport::Http);
+}
+
+/// The hyper service: the app lives on this shard's thread only, which the
+/// wrapper asserts (hyper wants `Send` futures even on one thread).
+struct Service(SendWrapper<Rc<HttpApp>>);
+
+impl hyper::service::Service<Request<Incoming>> for Service {
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future =
+        SendWrapper<std::pin::Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>>>>>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let app = Rc::clone(&self.0);
+        SendWrapper::new(Box::pin(async move { Ok(app.handle(request).await) }))
+    }
+}
+
+impl HttpApp {
+    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+        let _busy = self.shard.request_guard();
+        self.shard.ctx.metrics.http_request();
+        let origin = request.headers().get(hyper::header::ORIGIN).cloned();
+        if let Some(cors) = &self.settings.cors
+            && let Some(preflight) = cors.preflight(&request)
+        {
+            return preflight;
+        }
+        let mut response = self.dispatch(request).await;
+        if let (Some(cors), Some(origin)) = (&self.settings.cors, origin) {
+            cors.decorate(&origin, &mut response);
+        }
+        response
+    }
+
+    async fn dispatch(&self, request: Request<Incoming>) -> HttpResponse {
+        let metrics_path = self.settings.metrics_path.as_deref();
+        let route = match router::route(request.method(), request.uri().path(), metrics_path) {
+            Ok(route) => route,
+            Err(RouteError::NotFound) => return empty(StatusCode::NOT_FOUND),
+            Err(RouteError::MethodNotAllowed) => return empty(StatusCode::METHOD_NOT_ALLOWED),
+        };
+        let node = &self.shard.node;
+        if let Some(index) = api::command_index(&route) {
+            node.ctx
+                .metrics
+                .request(crate::metrics::Transport::Http, index);
+        }
+        let user = if route.is_public() {
+            None
+        } else {
+            match self.settings.auth.authenticate(node, request.headers()) {
+                Ok(user) => Some(user),
+                Err(e) => return error_response(&e),
+            }
+        };
+        let query = request.uri().query().unwrap_or_default().to_owned();
+        let body = match self.read_body(request.into_body()).await {
+            Ok(body) => body,
+            Err(response) => return *response,
+        };
+        let call = api::HttpCall {
+            app: self,
+            user,
+            query: &query,
+            body: &body,
+        };
+        let is_ping = route == Route::Ping;
+        match api::run(call, route).await {
+            Ok(reply) => reply.into_response(!is_ping),
+            Err(e) => error_response(&e),
+        }
+    }
+
+    /// The whole body, or 413 (with `Connection: close`) past the limit.
+    async fn read_body(&self, body: Incoming) -> Result<Bytes, Box<HttpResponse>> {
+        match Limited::new(body, self.settings.max_request_size)
+            .collect()
+            .await
+        {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                let error = ApiError::http(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!(
+                        "the request body is larger than http.max_request_size ({} bytes)",
+                        self.settings.max_request_size
+                    ),
+                );
+                let mut response = error_response(&error);
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+                Err(Box::new(response))
+            }
+            Err(e) => Err(Box::new(error_response(&ApiError::bad_request(format!(
+                "cannot read the request body: {e}"
+            ))))),
+        }
+    }
+}
+
+fn empty(status: StatusCode) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = status;
+    response
+}
+
+pub fn error_response(error: &ApiError) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(error.body())));
+    *response.status_mut() = error.status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if error.retry_after {
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+/// Adds `iggy-view` to a success answer.
+fn with_view(mut response: HttpResponse) -> HttpResponse {
+    response
+        .headers_mut()
+        .insert("iggy-view", HeaderValue::from_static(VIEW));
+    response
+}
