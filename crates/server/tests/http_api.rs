@@ -7,7 +7,7 @@ mod harness;
 
 use std::net::SocketAddr;
 
-use harness::http::{request, root_token};
+use harness::http::{request, request_with, root_token};
 use harness::sdk::{id, name, root_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
@@ -326,7 +326,7 @@ async fn sdk_http_client_sends_and_polls_with_every_partitioning_and_strategy() 
                     &s,
                     &t,
                     &Partitioning::partition_id(9),
-                    &mut vec![message("x", None)]
+                    &mut [message("x", None)]
                 )
                 .await
         ),
@@ -694,4 +694,69 @@ async fn metrics_parse_and_move_when_messages_flow() {
     assert_eq!(sample(&after, "messages"), 25.0);
     assert!(sample(&after, "iggy_connections{transport=\"tcp\"}") >= 1.0);
     assert!(grew("http_requests_total") >= 1.0);
+}
+
+#[test]
+fn cors_answers_preflights_and_exposes_the_view_header() {
+    let (_workdir, _server, addr) = start();
+    let preflight = request_with(
+        addr,
+        "OPTIONS",
+        "/streams",
+        &[
+            ("Origin", "http://example.test"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+        None,
+    );
+    assert_eq!(preflight.status, 200);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
+    assert!(
+        preflight
+            .header("access-control-allow-methods")
+            .unwrap()
+            .contains("POST")
+    );
+    let token = root_token(addr);
+    let actual = request_with(
+        addr,
+        "GET",
+        "/streams",
+        &[("Origin", "http://example.test")],
+        Some(&token),
+        None,
+    );
+    assert_eq!(actual.status, 200);
+    assert_eq!(
+        actual.header("access-control-expose-headers"),
+        Some("iggy-view")
+    );
+}
+
+#[tokio::test]
+async fn inactive_users_cannot_log_in() {
+    let (_workdir, _server, addr) = start();
+    let client = http_client(addr).await;
+    client
+        .create_user("dormant", "secret-1", UserStatus::Inactive, None)
+        .await
+        .unwrap();
+    let login = request(
+        addr,
+        "POST",
+        "/users/login",
+        None,
+        Some(br#"{"username": "dormant", "password": "secret-1"}"#),
+    );
+    assert_eq!(login.status, 400);
+    assert_eq!(login.json()["code"], "user_inactive");
+    let wrong = request(
+        addr,
+        "POST",
+        "/users/login",
+        None,
+        Some(br#"{"username": "dormant", "password": "nope-nope"}"#),
+    );
+    assert_eq!(wrong.json()["code"], "invalid_credentials");
 }

@@ -325,7 +325,8 @@ impl Node {
                 .unwrap_or(false);
         match (ok, active) {
             (true, true) => Ok(id),
-            _ => Err(LoginFailure::InvalidCredentials),
+            (true, false) => Err(LoginFailure::UserInactive),
+            (false, _) => Err(LoginFailure::InvalidCredentials),
         }
     }
 

@@ -39,7 +39,22 @@ pub fn request(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> RawResponse {
+    request_with(addr, method, path, &[], token, body)
+}
+
+/// `request` with extra headers.
+pub fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> RawResponse {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
     if let Some(token) = token {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
