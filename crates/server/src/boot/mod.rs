@@ -34,7 +34,7 @@ use tracing::{info, warn};
 use crate::args::Args;
 use crate::shard::plan;
 use crate::shard::{Limits, ShardOptions, ShardSet};
-use crate::transport::{self, BoundAddresses, ListenerConfig, ListenerPlan};
+use crate::transport::{self, BoundAddresses};
 use server::config::{self, ConfigSources, NumaTopology, SYSFS_SYSTEM_ROOT, ServerConfig};
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let recovered = metadata::recover(&data, &root)?;
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let http_settings = crate::http::HttpSettings::from_config(&config.http)?;
-    let (listeners, bound) = transport::bind(&listener_plan(config), http_settings)?;
+    let (listeners, bound) = transport::bind(config, http_settings)?;
     let options = shard_options(config, &data, recovered)?;
     let mut shards = ShardSet::start(options, listeners, &bound)?;
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
@@ -180,27 +180,6 @@ fn shard_options(
         drain_timeout: Duration::from(sharding.shutdown_drain_timeout),
         join_timeout: Duration::from(sharding.shutdown_join_timeout),
     })
-}
-
-fn listener_plan(config: &ServerConfig) -> ListenerPlan {
-    ListenerPlan {
-        tcp: ListenerConfig {
-            enabled: config.tcp.enabled,
-            address: config.tcp.address,
-        },
-        http: ListenerConfig {
-            enabled: config.http.enabled,
-            address: config.http.address,
-        },
-        quic: ListenerConfig {
-            enabled: config.quic.enabled,
-            address: config.quic.address,
-        },
-        websocket: ListenerConfig {
-            enabled: config.websocket.enabled,
-            address: config.websocket.address,
-        },
-    }
 }
 
 /// The effective configuration: bound addresses replace configured ones, and

@@ -42,6 +42,8 @@ const VIEW: &str = "0";
 /// Everything the HTTP listener needs, built once at start-up.
 pub struct HttpSettings {
     pub auth: HttpAuth,
+    /// HTTPS (HTTP/2 through ALPN, or HTTP/1.1); set when binding.
+    pub tls: Option<compio::tls::TlsAcceptor>,
     pub max_request_size: usize,
     pub cors: Option<Cors>,
     pub metrics_path: Option<String>,
@@ -51,6 +53,7 @@ impl HttpSettings {
     pub fn from_config(config: &HttpConfig) -> anyhow::Result<Self> {
         Ok(Self {
             auth: HttpAuth::from_config(&config.jwt)?,
+            tls: None,
             max_request_size: usize::try_from(config.max_request_size.as_bytes())
                 .unwrap_or(usize::MAX),
             cors: config.cors.enabled.then(|| Cors::from_config(&config.cors)),
@@ -102,20 +105,33 @@ async fn accept_loop(listener: compio::net::TcpListener, app: Rc<HttpApp>) {
 }
 
 async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer: SocketAddr) {
-    app.shard
-        .ctx
-        .metrics
-        .connection_opened(crate::metrics::Transport::Http);
-    let io = Box::pin(HyperStream::new_plain(stream));
+    let metrics = &app.shard.ctx.metrics;
+    metrics.connection_opened(crate::metrics::Transport::Http);
+    let io = match &app.settings.tls {
+        None => HyperStream::new_plain(stream),
+        Some(tls) => {
+            let timeout = crate::transport::tcp::HANDSHAKE_TIMEOUT;
+            match compio::time::timeout(timeout, tls.accept(stream)).await {
+                Ok(Ok(stream)) => HyperStream::new_tls(stream),
+                Ok(Err(e)) => {
+                    debug!(%peer, "HTTPS handshake failed: {e}");
+                    metrics.connection_closed(crate::metrics::Transport::Http);
+                    return;
+                }
+                Err(_) => {
+                    debug!(%peer, "HTTPS handshake timed out");
+                    metrics.connection_closed(crate::metrics::Transport::Http);
+                    return;
+                }
+            }
+        }
+    };
     let service = Service(SendWrapper::new(app.clone()));
     let builder = hyper_util::server::conn::auto::Builder::new(CompioExecutor);
-    if let Err(e) = builder.serve_connection(io, service).await {
+    if let Err(e) = builder.serve_connection(Box::pin(io), service).await {
         debug!(%peer, "HTTP connection ended: {e}");
     }
-    app.shard
-        .ctx
-        .metrics
-        .connection_closed(crate::metrics::Transport::Http);
+    metrics.connection_closed(crate::metrics::Transport::Http);
 }
 
 /// The hyper service: the app lives on this shard's thread only, which the

@@ -27,7 +27,52 @@ const STALE_AFTER_INTERVALS: f64 = 1.2;
 /// What the verifier knows about one connection.
 pub struct Liveness {
     pub last_request: Rc<Cell<Instant>>,
-    pub fd: RawFd,
+    pub handle: ConnectionHandle,
+}
+
+/// How the verifier and the reaper reach a connection's transport.
+#[derive(Clone)]
+pub enum ConnectionHandle {
+    /// Frames travel unencrypted on the socket: an eviction frame can be
+    /// written to it directly before it is shut down.
+    Plain(RawFd),
+    /// Frames are wrapped (TLS, WebSocket): the socket is only shut down.
+    Wrapped(RawFd),
+    /// A QUIC connection: closed with an application error.
+    Quic(compio::quic::Connection),
+}
+
+impl ConnectionHandle {
+    fn close(&self) {
+        match self {
+            // SAFETY: the descriptor is still open: it is untracked before
+            // its connection's socket is closed.
+            ConnectionHandle::Plain(fd) | ConnectionHandle::Wrapped(fd) => unsafe {
+                libc::shutdown(*fd, libc::SHUT_RDWR);
+            },
+            ConnectionHandle::Quic(connection) => {
+                connection.close(compio::quic::VarInt::from_u32(0), b"closed by the server")
+            }
+        }
+    }
+}
+
+impl Liveness {
+    /// A plaintext TCP connection.
+    pub fn plain(fd: RawFd) -> impl FnOnce(Rc<Cell<Instant>>) -> Liveness {
+        move |last_request| Liveness {
+            last_request,
+            handle: ConnectionHandle::Plain(fd),
+        }
+    }
+
+    /// A connection whose frames are wrapped (TLS, WebSocket).
+    pub fn encrypted(fd: RawFd) -> impl FnOnce(Rc<Cell<Instant>>) -> Liveness {
+        move |last_request| Liveness {
+            last_request,
+            handle: ConnectionHandle::Wrapped(fd),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -48,12 +93,12 @@ impl LivenessTable {
         self.connections.borrow_mut().remove(&connection_id);
     }
 
-    fn silent_since(&self, cutoff: Instant) -> Vec<(u64, RawFd)> {
+    fn silent_since(&self, cutoff: Instant) -> Vec<(u64, ConnectionHandle)> {
         let connections = self.connections.borrow();
         connections
             .iter()
             .filter(|(_, l)| l.last_request.get() < cutoff)
-            .map(|(id, l)| (*id, l.fd))
+            .map(|(id, l)| (*id, l.handle.clone()))
             .collect()
     }
 }
@@ -69,7 +114,7 @@ impl Node {
             let Some(cutoff) = Instant::now().checked_sub(window) else {
                 continue;
             };
-            for (connection_id, fd) in self.liveness.silent_since(cutoff) {
+            for (connection_id, handle) in self.liveness.silent_since(cutoff) {
                 let Some(client) = self.member_client(connection_id) else {
                     continue;
                 };
@@ -78,7 +123,7 @@ impl Node {
                     "evicting a stale client that holds consumer-group memberships"
                 );
                 self.liveness.untrack(connection_id);
-                evict(fd, client);
+                evict(&handle, client);
             }
         }
     }
@@ -94,15 +139,13 @@ impl Node {
             let Some(cutoff) = Instant::now().checked_sub(idle) else {
                 continue;
             };
-            for (connection_id, fd) in self.liveness.silent_since(cutoff) {
+            for (connection_id, handle) in self.liveness.silent_since(cutoff) {
                 info!(
                     connection_id,
                     "closing an idle connection (tcp.idle_timeout)"
                 );
                 self.liveness.untrack(connection_id);
-                // SAFETY: the descriptor is still open: it is untracked
-                // before its connection's socket is closed.
-                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+                handle.close();
             }
         }
     }
@@ -121,17 +164,21 @@ impl Node {
 /// Sends the StaleClient eviction without waiting (a silent client's socket
 /// buffer has room for 256 bytes; if not, the close alone tells it), then
 /// shuts the socket down.
-fn evict(fd: RawFd, client: u128) {
-    let frame = EvictionHeader::new(client, EvictionReason::StaleClient).encode();
-    // SAFETY: the descriptor is still open (it is untracked before its
-    // connection's socket closes) and `frame` outlives the call.
-    unsafe {
-        libc::send(
-            fd,
-            frame.as_ptr().cast(),
-            frame.len(),
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        );
-        libc::shutdown(fd, libc::SHUT_RDWR);
+/// Sends the unsolicited StaleClient eviction where the frame can travel
+/// unwrapped, then closes the connection.
+fn evict(handle: &ConnectionHandle, client: u128) {
+    if let ConnectionHandle::Plain(fd) = handle {
+        let frame = EvictionHeader::new(client, EvictionReason::StaleClient).encode();
+        // SAFETY: the descriptor is still open (it is untracked before its
+        // connection's socket closes) and `frame` outlives the call.
+        unsafe {
+            libc::send(
+                *fd,
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            );
+        }
     }
+    handle.close();
 }

@@ -30,6 +30,13 @@ pub enum ShardMessage {
         stream: std::net::TcpStream,
         peer: SocketAddr,
     },
+    /// A plaintext WebSocket connection accepted on shard 0, before its
+    /// upgrade.
+    AdoptWebSocket {
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+        limits: crate::transport::websocket::WsLimits,
+    },
     /// To shard 0: commit this metadata operation and answer on `reply`.
     MetadataSubmit {
         op: MetadataOp,

@@ -241,6 +241,11 @@ async fn shard_main(start: ShardStart) {
         match message {
             ShardMessage::Shutdown => break,
             ShardMessage::AdoptTcp { stream, peer } => transport::tcp::adopt(&shard, stream, peer),
+            ShardMessage::AdoptWebSocket {
+                stream,
+                peer,
+                limits,
+            } => transport::websocket::adopt(&shard, stream, peer, limits),
             ShardMessage::MetadataSubmit { op, reply } => shard.node.enqueue_commit(op, reply),
             ShardMessage::MetadataApplied {
                 op,

@@ -1,38 +1,36 @@
 //! Client transports. Listeners are bound on the main thread before the
-//! shards start (so every bound address is known up front), then served by
-//! shard 0; connections carry frames to the session layer, which is the same
-//! for every transport.
+//! shards start (so every bound address is known up front, and a bad
+//! certificate stops start-up with a clear error), then served by shard 0;
+//! connections carry frames to the session layer, which is the same for
+//! every transport.
 //!
-//! Built so far: plaintext TCP and the HTTP API. QUIC and WebSocket are
-//! configured but not built in this release: they are never bound, the
-//! start-up log says so, and the runtime dump reports them as disabled.
+//! | transport | served on |
+//! |---|---|
+//! | TCP | accepted on shard 0, handed to shards round-robin |
+//! | TCP + TLS | shard 0 |
+//! | WebSocket | accepted on shard 0, handed to shards round-robin |
+//! | WebSocket + TLS | shard 0 |
+//! | QUIC | shard 0 |
+//! | HTTP, HTTPS | shard 0 (`crate::http`) |
 
+pub mod quic;
 pub mod tcp;
+pub mod tls;
+pub mod websocket;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use anyhow::Context;
-use tracing::{info, warn};
+use compio::tls::TlsAcceptor;
+use server::config::{ListenerTlsConfig, ServerConfig};
+use tracing::info;
 
 use crate::http::HttpSettings;
 use crate::shard::Shard;
-
-/// One transport's configured state.
-#[derive(Debug, Clone)]
-pub struct ListenerConfig {
-    pub enabled: bool,
-    pub address: SocketAddr,
-}
-
-/// What to bind.
-#[derive(Debug, Clone)]
-pub struct ListenerPlan {
-    pub tcp: ListenerConfig,
-    pub http: ListenerConfig,
-    pub quic: ListenerConfig,
-    pub websocket: ListenerConfig,
-}
+use tls::CertSource;
+use websocket::WsLimits;
 
 /// The addresses actually bound (None = not served).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,56 +41,164 @@ pub struct BoundAddresses {
     pub websocket: Option<SocketAddr>,
 }
 
-/// Bound sockets, handed to shard 0.
+/// Bound sockets with what serving them needs, handed to shard 0.
 pub struct Listeners {
-    tcp: Option<std::net::TcpListener>,
+    tcp: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
     http: Option<(std::net::TcpListener, HttpSettings)>,
+    websocket: Option<(std::net::TcpListener, WsLimits, Option<TlsAcceptor>)>,
+    quic: Option<(std::net::UdpSocket, compio::quic::ServerConfig)>,
 }
 
-/// Binds every enabled, built transport.
+fn bind_tcp(name: &str, key: &str, address: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(address)
+        .with_context(|| format!("{key}: cannot bind {address}"))?;
+    listener.set_nonblocking(true)?;
+    info!(addr = %listener.local_addr()?, "{name} listener bound");
+    Ok(listener)
+}
+
+fn listener_tls(key: &str, tls: &ListenerTlsConfig, alpn: &[&[u8]]) -> anyhow::Result<TlsAcceptor> {
+    let source = CertSource::listener(tls.self_signed, &tls.cert_file, &tls.key_file);
+    let identity = source.identity().context(key.to_owned())?;
+    Ok(TlsAcceptor::from(tls::server_config(identity, alpn)?))
+}
+
+/// Binds every enabled transport.
 pub fn bind(
-    plan: &ListenerPlan,
-    http_settings: HttpSettings,
+    config: &ServerConfig,
+    mut http_settings: HttpSettings,
 ) -> anyhow::Result<(Listeners, BoundAddresses)> {
     let mut bound = BoundAddresses::default();
-    let tcp = if plan.tcp.enabled {
-        let listener = std::net::TcpListener::bind(plan.tcp.address)
-            .with_context(|| format!("tcp.address: cannot bind {}", plan.tcp.address))?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        info!(%addr, "TCP listener bound (binary protocol)");
-        bound.tcp = Some(addr);
-        Some(listener)
+    let tcp = if config.tcp.enabled {
+        let listener = bind_tcp("TCP", "tcp.address", config.tcp.address)?;
+        bound.tcp = Some(listener.local_addr()?);
+        let tls = config
+            .tcp
+            .tls
+            .enabled
+            .then(|| listener_tls("tcp.tls", &config.tcp.tls, &[]))
+            .transpose()?;
+        Some((listener, tls))
     } else {
         info!("TCP listener disabled by configuration (tcp.enabled = false)");
         None
     };
-    let http = if plan.http.enabled {
-        let listener = std::net::TcpListener::bind(plan.http.address)
-            .with_context(|| format!("http.address: cannot bind {}", plan.http.address))?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        info!(%addr, "HTTP listener bound (REST API)");
-        bound.http = Some(addr);
+    let http = if config.http.enabled {
+        let listener = bind_tcp("HTTP", "http.address", config.http.address)?;
+        bound.http = Some(listener.local_addr()?);
+        if config.http.tls.enabled {
+            let source = CertSource::Files {
+                cert: config.http.tls.cert_file.clone(),
+                key: config.http.tls.key_file.clone(),
+            };
+            let identity = source.identity().context("http.tls")?;
+            let alpn: &[&[u8]] = &[b"h2", b"http/1.1"];
+            http_settings.tls = Some(TlsAcceptor::from(tls::server_config(identity, alpn)?));
+        }
         Some((listener, http_settings))
     } else {
         info!("HTTP listener disabled by configuration (http.enabled = false)");
         None
     };
-    for (name, config) in [("QUIC", &plan.quic), ("WebSocket", &plan.websocket)] {
-        if config.enabled {
-            warn!(address = %config.address, "{name} transport is enabled in configuration but not built in this release; not bound");
-        }
+    let websocket = if config.websocket.enabled {
+        let ws = &config.websocket;
+        let listener = bind_tcp("WebSocket", "websocket.address", ws.address)?;
+        bound.websocket = Some(listener.local_addr()?);
+        let tls = ws
+            .tls
+            .enabled
+            .then(|| listener_tls("websocket.tls", &ws.tls, &[]))
+            .transpose()?;
+        Some((listener, ws_limits(config), tls))
+    } else {
+        info!("WebSocket listener disabled by configuration (websocket.enabled = false)");
+        None
+    };
+    let quic = if config.quic.enabled {
+        let q = &config.quic;
+        let socket = std::net::UdpSocket::bind(q.address)
+            .with_context(|| format!("quic.address: cannot bind {}", q.address))?;
+        socket.set_nonblocking(true)?;
+        let addr = socket.local_addr()?;
+        info!(%addr, "QUIC listener bound");
+        bound.quic = Some(addr);
+        let source = if q.certificate.self_signed {
+            CertSource::SelfSigned
+        } else {
+            CertSource::Files {
+                cert: q.certificate.cert_file.clone(),
+                key: q.certificate.key_file.clone(),
+            }
+        };
+        let identity = source.identity().context("quic.certificate")?;
+        let server_config = quic::server_config(identity, &quic_limits(config))?;
+        Some((socket, server_config))
+    } else {
+        info!("QUIC listener disabled by configuration (quic.enabled = false)");
+        None
+    };
+    Ok((
+        Listeners {
+            tcp,
+            http,
+            websocket,
+            quic,
+        },
+        bound,
+    ))
+}
+
+fn usize_of(bytes: u64) -> usize {
+    usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
+fn ws_limits(config: &ServerConfig) -> WsLimits {
+    use server::config::{
+        WEBSOCKET_MAX_FRAME_DEFAULT, WEBSOCKET_MAX_MESSAGE_DEFAULT, WEBSOCKET_READ_BUFFER_DEFAULT,
+        WEBSOCKET_WRITE_BUFFER_DEFAULT,
+    };
+    let ws = &config.websocket;
+    let size = |value: Option<server::config::ByteSize>, default: server::config::ByteSize| {
+        usize_of(value.unwrap_or(default).as_bytes())
+    };
+    WsLimits {
+        read_buffer_size: size(ws.read_buffer_size, WEBSOCKET_READ_BUFFER_DEFAULT),
+        write_buffer_size: size(ws.write_buffer_size, WEBSOCKET_WRITE_BUFFER_DEFAULT),
+        max_write_buffer_size: ws
+            .max_write_buffer_size
+            .map_or(usize::MAX, |b| usize_of(b.as_bytes())),
+        max_message_size: size(ws.max_message_size, WEBSOCKET_MAX_MESSAGE_DEFAULT),
+        max_frame_size: size(ws.max_frame_size, WEBSOCKET_MAX_FRAME_DEFAULT),
+        accept_unmasked_frames: ws.accept_unmasked_frames,
     }
-    Ok((Listeners { tcp, http }, bound))
+}
+
+fn quic_limits(config: &ServerConfig) -> quic::QuicLimits {
+    let q = &config.quic;
+    let nonzero = |d: Duration| (!d.is_zero()).then_some(d);
+    quic::QuicLimits {
+        max_concurrent_bidi_streams: q.max_concurrent_bidi_streams,
+        initial_mtu: u16::try_from(q.initial_mtu.as_bytes()).unwrap_or(u16::MAX),
+        send_window: q.send_window.as_bytes(),
+        receive_window: q.receive_window.as_bytes(),
+        stream_receive_window: q.stream_receive_window.as_bytes(),
+        keep_alive_interval: nonzero(Duration::from(q.keep_alive_interval)),
+        max_idle_timeout: nonzero(Duration::from(q.max_idle_timeout)),
+    }
 }
 
 /// Starts the accept loops on shard 0.
 pub fn serve(shard: &Rc<Shard>, listeners: Listeners) {
-    if let Some(listener) = listeners.tcp {
-        tcp::serve(shard, listener);
+    if let Some((listener, tls)) = listeners.tcp {
+        tcp::serve(shard, listener, tls);
     }
     if let Some((listener, settings)) = listeners.http {
         crate::http::serve(shard, listener, settings);
+    }
+    if let Some((listener, limits, tls)) = listeners.websocket {
+        websocket::serve(shard, listener, limits, tls);
+    }
+    if let Some((socket, config)) = listeners.quic {
+        quic::serve(shard, socket, config);
     }
 }

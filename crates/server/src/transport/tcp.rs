@@ -1,5 +1,6 @@
-//! Plaintext TCP: the listener on shard 0, round-robin hand-off of accepted
-//! sockets to shards, and the per-connection frame loop.
+//! TCP: the listener on shard 0, round-robin hand-off of accepted plaintext
+//! sockets to shards, TLS connections terminated on shard 0, and the
+//! per-connection frame loop (shared with every byte-stream transport).
 //!
 //! Frames are read whole (256-byte header, then `size - 256` body bytes) into
 //! one buffer that the session decodes in place. A frame whose declared size
@@ -11,8 +12,9 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
+use compio::tls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use protocol::header::{HEADER_SIZE, frame_size};
@@ -21,11 +23,58 @@ use crate::node::heartbeat::Liveness;
 use crate::session::{self, Transport};
 use crate::shard::{Shard, ShardMessage};
 
-/// Spawns the accept loop for a bound listener on this shard (shard 0).
-pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener) {
+/// Time a TLS client gets to finish its handshake.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Spawns the accept loop for a bound listener on this shard (shard 0);
+/// with `tls`, connections are terminated and served here.
+pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<TlsAcceptor>) {
     match TcpListener::from_std(listener) {
-        Ok(listener) => compio::runtime::spawn(accept_loop(listener, shard.clone())).detach(),
+        Ok(listener) => match tls {
+            Some(tls) => {
+                compio::runtime::spawn(accept_tls_loop(listener, shard.clone(), tls)).detach()
+            }
+            None => compio::runtime::spawn(accept_loop(listener, shard.clone())).detach(),
+        },
         Err(e) => tracing::error!("cannot serve the TCP listener: {e}"),
+    }
+}
+
+async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAcceptor) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                warn!("TCP accept failed: {e}");
+                compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if shard.ctx.is_stopping() {
+            break;
+        }
+        if !shard.ctx.has_connection_room() {
+            debug!(%peer, "refusing a connection: tcp.max_connections reached");
+            continue;
+        }
+        let (shard, tls) = (shard.clone(), tls.clone());
+        compio::runtime::spawn(async move {
+            let _open = shard.connection_guard();
+            let _counted = shard.ctx.open_connection();
+            let fd = stream.as_raw_fd();
+            let handshake = compio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await;
+            let mut stream = match handshake {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
+                Err(_) => return debug!(%peer, "TLS handshake timed out"),
+            };
+            let liveness = Liveness::encrypted(fd);
+            match serve_stream(&shard, &mut stream, peer, Transport::Tcp, liveness).await {
+                Ok(()) => debug!(%peer, "TLS connection closed"),
+                Err(e) => info!(%peer, "TLS connection closed: {e}"),
+            }
+        })
+        .detach();
     }
 }
 
@@ -75,7 +124,7 @@ async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
 }
 
 /// Duplicates the socket's descriptor so another shard's runtime can own it.
-fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStream> {
+pub(super) fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStream> {
     // SAFETY: dup returns a new descriptor that we own exclusively.
     let fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if fd < 0 {
@@ -111,21 +160,32 @@ async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
 ) -> std::io::Result<()> {
-    let session = session::Session::new(shard.clone(), Transport::Tcp, peer);
+    let liveness = Liveness::plain(stream.as_raw_fd());
+    serve_stream(shard, &mut stream, peer, Transport::Tcp, liveness).await
+}
+
+/// Serves one connection's session over a byte stream of frames.
+pub async fn serve_stream<S: AsyncRead + AsyncWrite>(
+    shard: &Rc<Shard>,
+    stream: &mut S,
+    peer: SocketAddr,
+    transport: Transport,
+    liveness: impl FnOnce(Rc<std::cell::Cell<std::time::Instant>>) -> Liveness,
+) -> std::io::Result<()> {
+    let session = session::Session::new(shard.clone(), transport, peer);
     let connection_id = session.connection_id;
-    let liveness = Liveness {
-        last_request: session.last_request.clone(),
-        fd: stream.as_raw_fd(),
-    };
-    shard.node.liveness.track(connection_id, liveness);
-    let result = serve_frames(shard, &mut stream, session).await;
+    shard
+        .node
+        .liveness
+        .track(connection_id, liveness(session.last_request.clone()));
+    let result = serve_frames(shard, stream, session).await;
     shard.node.liveness.untrack(connection_id);
     result
 }
 
-async fn serve_frames(
+async fn serve_frames<S: AsyncRead + AsyncWrite>(
     shard: &Rc<Shard>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     mut session: session::Session,
 ) -> std::io::Result<()> {
     let frame_max = shard.ctx.frame_max_bytes;
@@ -139,6 +199,7 @@ async fn serve_frames(
             let BufResult(result, _) = stream.write_all(part).await;
             result?;
         }
+        stream.flush().await?;
         if stop || shard.ctx.is_stopping() {
             return Ok(());
         }
@@ -146,7 +207,10 @@ async fn serve_frames(
 }
 
 /// Reads one frame; `None` on a clean end of stream before a header.
-async fn read_frame(stream: &mut TcpStream, frame_max: usize) -> std::io::Result<Option<Vec<u8>>> {
+async fn read_frame<S: AsyncRead>(
+    stream: &mut S,
+    frame_max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     let header = Vec::with_capacity(HEADER_SIZE);
     let BufResult(result, header) = stream.read_exact(header.slice(..HEADER_SIZE)).await;
     let mut frame = header.into_inner();

@@ -5,6 +5,7 @@
 
 pub mod http;
 pub mod raw;
+pub mod scenario;
 pub mod sdk;
 
 use std::collections::BTreeMap;

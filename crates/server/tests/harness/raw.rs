@@ -38,6 +38,13 @@ pub fn try_send(
     stream.write_all(&frame)
 }
 
+/// A whole PING request frame (answered without a login).
+pub fn ping_frame() -> Vec<u8> {
+    RequestHeader::for_command(CommandCode::Ping, CLIENT, 0, 0, &[])
+        .encode()
+        .to_vec()
+}
+
 /// Reads one reply frame: its header bytes and body.
 pub fn read_frame(stream: &mut TcpStream) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut header = vec![0u8; HEADER_SIZE];

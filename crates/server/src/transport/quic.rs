@@ -1,0 +1,202 @@
+//! QUIC (binary protocol §3.3): one bidirectional stream per request. The
+//! client writes a frame and finishes its side; the server reads the whole
+//! frame, writes one reply frame on the same stream and finishes. Served on
+//! shard 0; requests of one connection run one at a time, in order.
+//!
+//! A stream carrying more than the frame cap, or a frame whose declared
+//! size differs from what arrived, closes the connection with an
+//! application error saying why.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use compio::io::AsyncWriteExt;
+use compio::quic::{
+    Connection, Endpoint, EndpointConfig, IdleTimeout, RecvStream, ServerConfig, TransportConfig,
+    VarInt,
+};
+use protocol::header::{HEADER_SIZE, frame_size};
+use tracing::{debug, info, warn};
+
+use super::tls::Identity;
+use crate::node::heartbeat::{ConnectionHandle, Liveness};
+use crate::session::{self, Transport};
+use crate::shard::Shard;
+
+/// Application error codes on close.
+const CLOSE_NORMAL: u32 = 0;
+const CLOSE_BAD_FRAME: u32 = 1;
+
+/// `[quic]` settings, resolved.
+#[derive(Debug, Clone)]
+pub struct QuicLimits {
+    pub max_concurrent_bidi_streams: u32,
+    pub initial_mtu: u16,
+    pub send_window: u64,
+    pub receive_window: u64,
+    pub stream_receive_window: u64,
+    pub keep_alive_interval: Option<Duration>,
+    pub max_idle_timeout: Option<Duration>,
+}
+
+/// The QUIC server configuration: TLS 1.3 with the identity, no ALPN, no
+/// early data, and the configured windows and timers.
+pub fn server_config(identity: Identity, limits: &QuicLimits) -> anyhow::Result<ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("QUIC TLS 1.3")?
+        .with_no_client_auth()
+        .with_single_cert(identity.chain, identity.key)
+        .context("the QUIC certificate and key do not match or are unsupported")?;
+    let crypto = compio::quic::crypto::rustls::QuicServerConfig::try_from(tls)
+        .map_err(|e| anyhow::anyhow!("QUIC TLS configuration: {e}"))?;
+    let mut config = ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = TransportConfig::default();
+    let varint = |n: u64| VarInt::from_u64(n).unwrap_or(VarInt::MAX);
+    transport
+        .max_concurrent_bidi_streams(VarInt::from_u32(limits.max_concurrent_bidi_streams))
+        .max_concurrent_uni_streams(VarInt::from_u32(0))
+        .initial_mtu(limits.initial_mtu)
+        .send_window(limits.send_window)
+        .receive_window(varint(limits.receive_window))
+        .stream_receive_window(varint(limits.stream_receive_window))
+        .keep_alive_interval(limits.keep_alive_interval);
+    let idle = match limits.max_idle_timeout {
+        Some(timeout) => {
+            Some(IdleTimeout::try_from(timeout).context("quic.max_idle_timeout is too large")?)
+        }
+        None => None,
+    };
+    transport.max_idle_timeout(idle);
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// Spawns the endpoint and its accept loop on shard 0.
+pub fn serve(shard: &Rc<Shard>, socket: std::net::UdpSocket, config: ServerConfig) {
+    let socket = match compio::net::UdpSocket::from_std(socket) {
+        Ok(socket) => socket,
+        Err(e) => return tracing::error!("cannot serve the QUIC socket: {e}"),
+    };
+    let endpoint = match Endpoint::new(socket, EndpointConfig::default(), Some(config), None) {
+        Ok(endpoint) => endpoint,
+        Err(e) => return tracing::error!("cannot start the QUIC endpoint: {e}"),
+    };
+    compio::runtime::spawn(accept_loop(endpoint, shard.clone())).detach();
+}
+
+async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>) {
+    while let Some(incoming) = endpoint.wait_incoming().await {
+        if shard.ctx.is_stopping() {
+            incoming.refuse();
+            break;
+        }
+        if !shard.ctx.has_connection_room() {
+            debug!("refusing a QUIC connection: connection limit reached");
+            incoming.refuse();
+            continue;
+        }
+        let peer = incoming.remote_address();
+        let connecting = match incoming.accept() {
+            Ok(connecting) => connecting,
+            Err(e) => {
+                debug!(%peer, "QUIC connection refused: {e}");
+                continue;
+            }
+        };
+        let shard = shard.clone();
+        compio::runtime::spawn(async move {
+            let _open = shard.connection_guard();
+            let _counted = shard.ctx.open_connection();
+            let timeout = super::tcp::HANDSHAKE_TIMEOUT;
+            match compio::time::timeout(timeout, connecting).await {
+                Ok(Ok(connection)) => serve_connection(&shard, connection).await,
+                Ok(Err(e)) => debug!(%peer, "QUIC handshake failed: {e}"),
+                Err(_) => debug!(%peer, "QUIC handshake timed out"),
+            }
+        })
+        .detach();
+    }
+    endpoint.close(VarInt::from_u32(CLOSE_NORMAL), b"server stopping");
+}
+
+async fn serve_connection(shard: &Rc<Shard>, connection: Connection) {
+    let peer = connection.remote_address();
+    let mut session = session::Session::new(shard.clone(), Transport::Quic, peer);
+    let connection_id = session.connection_id;
+    shard.node.liveness.track(
+        connection_id,
+        Liveness {
+            last_request: session.last_request.clone(),
+            handle: ConnectionHandle::Quic(connection.clone()),
+        },
+    );
+    let frame_max = shard.ctx.frame_max_bytes;
+    loop {
+        let (mut send, mut recv) = match connection.accept_bi().await {
+            Ok(streams) => streams,
+            Err(e) => {
+                debug!(%peer, "QUIC connection ended: {e}");
+                break;
+            }
+        };
+        let frame = match read_frame(&mut recv, frame_max).await {
+            Ok(frame) => frame,
+            Err(reason) => {
+                info!(%peer, "closing a QUIC connection: {reason}");
+                connection.close(VarInt::from_u32(CLOSE_BAD_FRAME), reason.as_bytes());
+                break;
+            }
+        };
+        let reply = session.handle(frame).await;
+        let mut failed = false;
+        for part in reply.parts {
+            if let compio::buf::BufResult(Err(e), _) = send.write_all(part).await {
+                debug!(%peer, "QUIC reply not delivered: {e}");
+                failed = true;
+                break;
+            }
+        }
+        let _ = send.finish();
+        if failed || reply.close_after || shard.ctx.is_stopping() {
+            connection.close(VarInt::from_u32(CLOSE_NORMAL), b"closed by the server");
+            break;
+        }
+    }
+    shard.node.liveness.untrack(connection_id);
+}
+
+/// Reads one stream to its end, refusing more than `frame_max` bytes or a
+/// frame whose declared size is not what arrived.
+async fn read_frame(recv: &mut RecvStream, frame_max: usize) -> Result<Vec<u8>, String> {
+    let mut frame = Vec::new();
+    loop {
+        let room = frame_max + 1 - frame.len();
+        match recv.read_chunk(room, true).await {
+            Ok(Some(chunk)) => {
+                frame.extend_from_slice(&chunk.bytes);
+                if frame.len() > frame_max {
+                    return Err(format!("a stream carried more than {frame_max} bytes"));
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(format!("cannot read a request stream: {e}")),
+        }
+    }
+    let size = frame_size(&frame).map_or(0, |s| s as usize);
+    if frame.len() < HEADER_SIZE || size != frame.len() {
+        warn!(
+            received = frame.len(),
+            declared = size,
+            "QUIC stream does not hold one frame"
+        );
+        return Err(format!(
+            "a stream must hold exactly one frame (declared {size} bytes, received {})",
+            frame.len()
+        ));
+    }
+    Ok(frame)
+}

@@ -1,0 +1,251 @@
+//! WebSocket (binary protocol §3.4): one Binary message carries exactly one
+//! frame each way. Plaintext connections are accepted on shard 0 and handed
+//! to shards round-robin like TCP; `wss` is terminated on shard 0.
+//!
+//! A Binary message whose length differs from its frame's `size`, or any
+//! Text message, closes the connection with a close frame saying why.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+
+use compio::io::util::Splittable;
+use compio::io::{AsyncRead, AsyncWrite};
+use compio::net::{TcpListener, TcpStream};
+use compio::tls::TlsAcceptor;
+use compio::ws::tungstenite::Message;
+use compio::ws::tungstenite::protocol::WebSocketConfig;
+use compio::ws::tungstenite::protocol::frame::CloseFrame;
+use compio::ws::tungstenite::protocol::frame::coding::CloseCode;
+use compio::ws::{IntoMaybeTlsStream, WebSocketStream};
+use protocol::header::{HEADER_SIZE, frame_size};
+use tracing::{debug, info, warn};
+
+use super::tcp::{HANDSHAKE_TIMEOUT, duplicate};
+use crate::node::heartbeat::Liveness;
+use crate::session::{self, Transport};
+use crate::shard::{Shard, ShardMessage};
+
+/// The WebSocket limits from `[websocket]`.
+#[derive(Debug, Clone, Copy)]
+pub struct WsLimits {
+    pub read_buffer_size: usize,
+    pub write_buffer_size: usize,
+    pub max_write_buffer_size: usize,
+    pub max_message_size: usize,
+    pub max_frame_size: usize,
+    pub accept_unmasked_frames: bool,
+}
+
+impl WsLimits {
+    fn config(&self) -> WebSocketConfig {
+        WebSocketConfig::default()
+            .read_buffer_size(self.read_buffer_size)
+            .write_buffer_size(self.write_buffer_size)
+            .max_write_buffer_size(self.max_write_buffer_size)
+            .max_message_size(Some(self.max_message_size))
+            .max_frame_size(Some(self.max_frame_size))
+            .accept_unmasked_frames(self.accept_unmasked_frames)
+    }
+}
+
+/// Spawns the accept loop on shard 0.
+pub fn serve(
+    shard: &Rc<Shard>,
+    listener: std::net::TcpListener,
+    limits: WsLimits,
+    tls: Option<TlsAcceptor>,
+) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(e) => return tracing::error!("cannot serve the WebSocket listener: {e}"),
+    };
+    compio::runtime::spawn(accept_loop(listener, shard.clone(), limits, tls)).detach();
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shard: Rc<Shard>,
+    limits: WsLimits,
+    tls: Option<TlsAcceptor>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                warn!("WebSocket accept failed: {e}");
+                compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if shard.ctx.is_stopping() {
+            break;
+        }
+        if !shard.ctx.has_connection_room() {
+            debug!(%peer, "refusing a WebSocket connection: connection limit reached");
+            continue;
+        }
+        if let Some(tls) = &tls {
+            spawn_wss(&shard, stream, peer, limits, tls.clone());
+            continue;
+        }
+        let target = shard.ctx.pick_shard();
+        if target == usize::from(shard.id) {
+            spawn_ws(&shard, stream, peer, limits);
+            continue;
+        }
+        match duplicate(&stream) {
+            Ok(std_stream) => {
+                drop(stream);
+                let message = ShardMessage::AdoptWebSocket {
+                    stream: std_stream,
+                    peer,
+                    limits,
+                };
+                if shard.ctx.try_send(target, message).is_err() {
+                    warn!(%peer, target, "shard inbox full; WebSocket connection refused");
+                }
+            }
+            Err(e) => warn!(%peer, "cannot hand the WebSocket connection to shard {target}: {e}"),
+        }
+    }
+}
+
+/// Takes over a plaintext WebSocket connection accepted on shard 0.
+pub fn adopt(shard: &Rc<Shard>, stream: std::net::TcpStream, peer: SocketAddr, limits: WsLimits) {
+    match TcpStream::from_std(stream) {
+        Ok(stream) => spawn_ws(shard, stream, peer, limits),
+        Err(e) => warn!(%peer, "cannot adopt a WebSocket connection: {e}"),
+    }
+}
+
+fn spawn_ws(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, limits: WsLimits) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        let _open = shard.connection_guard();
+        let _counted = shard.ctx.open_connection();
+        let fd = stream.as_raw_fd();
+        upgrade_and_serve(&shard, stream, fd, peer, limits).await;
+    })
+    .detach();
+}
+
+fn spawn_wss(
+    shard: &Rc<Shard>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    limits: WsLimits,
+    tls: TlsAcceptor,
+) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        let _open = shard.connection_guard();
+        let _counted = shard.ctx.open_connection();
+        let fd = stream.as_raw_fd();
+        match compio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+            Ok(Ok(stream)) => upgrade_and_serve(&shard, stream, fd, peer, limits).await,
+            Ok(Err(e)) => debug!(%peer, "WSS TLS handshake failed: {e}"),
+            Err(_) => debug!(%peer, "WSS TLS handshake timed out"),
+        }
+    })
+    .detach();
+}
+
+async fn upgrade_and_serve<T>(
+    shard: &Rc<Shard>,
+    stream: T,
+    fd: std::os::fd::RawFd,
+    peer: SocketAddr,
+    limits: WsLimits,
+) where
+    T: IntoMaybeTlsStream<TcpStream>,
+{
+    let config = compio::ws::Config::from(limits.config());
+    let upgrade = compio::ws::accept_async_with_config(stream, config);
+    let mut ws = match compio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(e)) => return debug!(%peer, "WebSocket upgrade refused: {e}"),
+        Err(_) => return debug!(%peer, "WebSocket upgrade timed out"),
+    };
+    let session = session::Session::new(shard.clone(), Transport::WebSocket, peer);
+    let connection_id = session.connection_id;
+    shard.node.liveness.track(
+        connection_id,
+        Liveness::encrypted(fd)(session.last_request.clone()),
+    );
+    match serve_messages(shard, &mut ws, session, limits).await {
+        Ok(()) => debug!(%peer, "WebSocket connection closed"),
+        Err(e) => info!(%peer, "WebSocket connection closed: {e}"),
+    }
+    shard.node.liveness.untrack(connection_id);
+}
+
+async fn serve_messages<S>(
+    shard: &Rc<Shard>,
+    ws: &mut WebSocketStream<S>,
+    mut session: session::Session,
+    limits: WsLimits,
+) -> Result<(), compio::ws::tungstenite::Error>
+where
+    S: Splittable + 'static,
+    S::ReadHalf: AsyncRead + Unpin,
+    S::WriteHalf: AsyncWrite + Unpin,
+{
+    let frame_max = shard.ctx.frame_max_bytes.min(limits.max_message_size);
+    loop {
+        let message = match ws.read().await {
+            Ok(message) => message,
+            Err(
+                compio::ws::tungstenite::Error::ConnectionClosed
+                | compio::ws::tungstenite::Error::AlreadyClosed,
+            ) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let frame = match message {
+            Message::Binary(bytes) => bytes,
+            Message::Text(_) => {
+                return refuse(ws, CloseCode::Unsupported, "text messages carry no frames").await;
+            }
+            Message::Close(_) => return Ok(()),
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
+        };
+        let size = frame_size(&frame).map_or(0, |s| s as usize);
+        if frame.len() < HEADER_SIZE || size != frame.len() || size > frame_max {
+            return refuse(
+                ws,
+                CloseCode::Policy,
+                "a message must hold exactly one frame of its declared size",
+            )
+            .await;
+        }
+        let reply = session.handle(frame.to_vec()).await;
+        let stop = reply.close_after;
+        let out: Vec<u8> = reply.parts.concat();
+        if !out.is_empty() {
+            ws.send(Message::Binary(out.into())).await?;
+        }
+        if stop || shard.ctx.is_stopping() {
+            let _ = ws.close(None).await;
+            return Ok(());
+        }
+    }
+}
+
+async fn refuse<S>(
+    ws: &mut WebSocketStream<S>,
+    code: CloseCode,
+    reason: &'static str,
+) -> Result<(), compio::ws::tungstenite::Error>
+where
+    S: Splittable + 'static,
+    S::ReadHalf: AsyncRead + Unpin,
+    S::WriteHalf: AsyncWrite + Unpin,
+{
+    debug!(reason, "closing a WebSocket connection");
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = ws.close(Some(frame)).await;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Every plaintext transport (TCP, QUIC, WebSocket, HTTP) runs the shared
+//! scenario against one server; the runtime dump and cluster metadata agree
+//! on every bound port; bad input on one transport never disturbs the
+//! others.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use harness::scenario::{self, Carrier};
+use harness::sdk::root_client;
+use harness::{ServerOptions, TestServer, Workdir};
+use iggy::prelude::*;
+
+struct Served {
+    _workdir: Workdir,
+    server: TestServer,
+}
+
+impl Served {
+    fn start() -> Self {
+        let workdir = Workdir::new();
+        let server = TestServer::start(&workdir, &ServerOptions::default());
+        Self {
+            _workdir: workdir,
+            server,
+        }
+    }
+
+    fn addr(&self, transport: &str) -> SocketAddr {
+        self.server
+            .address(transport)
+            .unwrap_or_else(|| panic!("{transport} is served"))
+    }
+
+    fn carriers(&self) -> Vec<(&'static str, Carrier)> {
+        vec![
+            ("tcp", Carrier::Tcp(self.addr("tcp"))),
+            ("quic", Carrier::Quic(self.addr("quic"))),
+            ("websocket", Carrier::WebSocket(self.addr("websocket"))),
+            (
+                "http",
+                Carrier::Http(format!("http://{}", self.addr("http"))),
+            ),
+        ]
+    }
+}
+
+#[tokio::test]
+async fn the_scenario_passes_on_every_plaintext_transport() {
+    let served = Served::start();
+    for (label, carrier) in served.carriers() {
+        let client = scenario::connect(&carrier).await;
+        scenario::run(&client, &format!("scenario-{label}")).await;
+    }
+}
+
+#[tokio::test]
+async fn the_runtime_dump_and_cluster_metadata_agree_on_every_port() {
+    let served = Served::start();
+    let ports: Vec<u16> = ["tcp", "quic", "http", "websocket"]
+        .iter()
+        .map(|t| served.addr(t).port())
+        .collect();
+    assert!(ports.iter().all(|p| *p != 0));
+    for (label, carrier) in served.carriers() {
+        let client = scenario::connect(&carrier).await;
+        let metadata = client.get_cluster_metadata().await.unwrap();
+        assert_eq!(metadata.nodes.len(), 1, "{label}");
+        let e = &metadata.nodes[0].endpoints;
+        assert_eq!(
+            vec![e.tcp, e.quic, e.http, e.websocket],
+            ports,
+            "cluster metadata over {label}"
+        );
+    }
+}
+
+/// A minimal WebSocket client: the upgrade, then masked frames.
+struct RawWs(TcpStream);
+
+impl RawWs {
+    fn connect(addr: SocketAddr) -> Self {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let request = format!(
+            "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 101"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        Self(stream)
+    }
+
+    fn send(&mut self, opcode: u8, payload: &[u8]) {
+        let mut frame = vec![0x80 | opcode];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xFFFF => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        let mask = [1u8, 2, 3, 4];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.0.write_all(&frame).unwrap();
+    }
+
+    /// The next frame's opcode and payload (server frames are unmasked).
+    fn receive(&mut self) -> (u8, Vec<u8>) {
+        let mut head = [0u8; 2];
+        self.0.read_exact(&mut head).unwrap();
+        let len = match head[1] & 0x7F {
+            126 => {
+                let mut b = [0u8; 2];
+                self.0.read_exact(&mut b).unwrap();
+                u16::from_be_bytes(b) as usize
+            }
+            127 => {
+                let mut b = [0u8; 8];
+                self.0.read_exact(&mut b).unwrap();
+                u64::from_be_bytes(b) as usize
+            }
+            n => n as usize,
+        };
+        let mut payload = vec![0u8; len];
+        self.0.read_exact(&mut payload).unwrap();
+        (head[0] & 0x0F, payload)
+    }
+}
+
+const TEXT: u8 = 1;
+const BINARY: u8 = 2;
+const CLOSE: u8 = 8;
+
+/// A PING request frame.
+fn ping_frame() -> Vec<u8> {
+    harness::raw::ping_frame()
+}
+
+#[tokio::test]
+async fn bad_input_on_any_transport_is_closed_without_disturbing_others() {
+    let served = Served::start();
+    let tcp = root_client(served.addr("tcp")).await;
+    tcp.create_stream("kept").await.unwrap();
+
+    // WebSocket: a well-formed frame is answered; a text message and a
+    // message whose length is not its frame's size are closed with reasons.
+    let mut ws = RawWs::connect(served.addr("websocket"));
+    ws.send(BINARY, &ping_frame());
+    let (opcode, reply) = ws.receive();
+    assert_eq!(opcode, BINARY);
+    assert_eq!(reply.len(), 256);
+    ws.send(TEXT, b"hello");
+    let (opcode, payload) = ws.receive();
+    assert_eq!(opcode, CLOSE);
+    assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1003);
+    let mut ws = RawWs::connect(served.addr("websocket"));
+    let mut truncated = ping_frame();
+    truncated.truncate(200);
+    ws.send(BINARY, &truncated);
+    let (opcode, payload) = ws.receive();
+    assert_eq!(opcode, CLOSE);
+    assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1008);
+    let mut ws = RawWs::connect(served.addr("websocket"));
+    let mut oversized = ping_frame();
+    oversized[48..52].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    ws.send(BINARY, &oversized);
+    assert_eq!(ws.receive().0, CLOSE);
+
+    // QUIC: garbage datagrams are dropped.
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for size in [1usize, 100, 1200, 1500] {
+        udp.send_to(&vec![0xAB; size], served.addr("quic")).unwrap();
+    }
+
+    // HTTP: garbage instead of a request line.
+    let mut http = TcpStream::connect(served.addr("http")).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    http.write_all(b"\x00\x01garbage\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = http.read_to_end(&mut answer);
+    assert!(answer.is_empty() || answer.starts_with(b"HTTP/1.1 400"));
+
+    // Everyone else keeps being served, on every transport.
+    for (label, carrier) in served.carriers() {
+        let client = scenario::connect(&carrier).await;
+        let streams = client.get_streams().await.unwrap();
+        assert_eq!(streams.len(), 1, "{label}");
+    }
+    assert_eq!(tcp.get_streams().await.unwrap()[0].name, "kept");
+}
