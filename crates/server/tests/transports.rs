@@ -211,3 +211,38 @@ async fn bad_input_on_any_transport_is_closed_without_disturbing_others() {
     }
     assert_eq!(tcp.get_streams().await.unwrap()[0].name, "kept");
 }
+
+#[test]
+fn a_self_signed_tls_certificate_is_generated_when_no_file_exists() {
+    let workdir = Workdir::new();
+    let options = ServerOptions {
+        config_file: Some(
+            "[tcp.tls]\nenabled = true\nself_signed = true\n\
+             cert_file = \"does/not/exist.pem\"\nkey_file = \"does/not/exist.key\"\n"
+                .to_owned(),
+        ),
+        ..ServerOptions::default()
+    };
+    let server = TestServer::start(&workdir, &options);
+    let addr = server.address("tcp").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = IggyClient::builder()
+            .with_tcp()
+            .with_server_address(format!("localhost:{}", addr.port()))
+            .with_tls_enabled(true)
+            .with_tls_domain("localhost".to_owned())
+            .with_tls_validate_certificate(false)
+            .build()
+            .unwrap();
+        client.connect().await.unwrap();
+        client
+            .login_user(harness::ROOT_USERNAME, harness::ROOT_PASSWORD)
+            .await
+            .unwrap();
+        client.ping().await.unwrap();
+    });
+}
