@@ -170,7 +170,13 @@ fn context_for(plan: &Plan, phase: Phase) -> RunContext {
         workload,
         run_start,
         progress: Arc::new(Progress::default()),
-        run_nonce: run_nonce(),
+        // The SDK's HTTP client cannot encode a message id above u64::MAX,
+        // and the nonce fills the id's high half: HTTP runs go without it.
+        run_nonce: if plan.connection.transport == crate::args::Transport::Http {
+            0
+        } else {
+            run_nonce()
+        },
     }
 }
 
