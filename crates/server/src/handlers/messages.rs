@@ -8,6 +8,7 @@ use engine::metadata::{ClientId, MetadataState, StreamId, UserId};
 use protocol::ErrorCode;
 use protocol::batch::{BatchError, Verify};
 use protocol::checksum::xxh32;
+use protocol::header::HEADER_SIZE;
 use protocol::primitives::{ConsumerKind as WireConsumerKind, Partitioning, PollingStrategy};
 use protocol::requests::{
     DeleteConsumerOffset, FlushUnsavedBuffer, OffsetTarget, PollMessages, SendMessages,
@@ -20,7 +21,7 @@ use super::Call;
 use super::convert::ident;
 use crate::node::Node;
 use crate::node::partitions::{
-    ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart,
+    ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart, PolledBody,
 };
 use crate::session::Reply;
 
@@ -70,7 +71,18 @@ fn batch_error_code(e: &BatchError) -> ErrorCode {
     }
 }
 
-pub async fn send(call: Call<'_>, request: SendMessages<'_>, body: &[u8]) -> Reply {
+/// SendMessages with the whole request frame: the batch is validated where
+/// it arrived and stored as a slice of the frame, without a copy.
+pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
+    let started = std::time::Instant::now();
+    let body = &frame[HEADER_SIZE..];
+    let request = match SendMessages::decode(body) {
+        Ok(request) => request,
+        Err(e) => {
+            tracing::debug!("undecodable SendMessages body: {e}");
+            return call.deny(ErrorCode::InvalidCommand);
+        }
+    };
     if let Err(e) = request.validate(body, Verify::Checksums) {
         tracing::debug!("refused a batch: {e}");
         return call.deny(batch_error_code(&e));
@@ -79,18 +91,16 @@ pub async fn send(call: Call<'_>, request: SendMessages<'_>, body: &[u8]) -> Rep
         stream_id: request.stream_id,
         topic_id: request.topic_id,
     };
-    let started = std::time::Instant::now();
-    let record = request.record(body).to_vec();
-    let (count, bytes) = (request.messages_count, record.len() as u64);
-    match append(
-        call.node(),
-        call.user(),
-        &topic,
-        &request.partitioning,
-        record,
-    )
-    .await
-    {
+    let addr = match route_append(call.node(), call.user(), &topic, &request.partitioning) {
+        Ok(addr) => addr,
+        Err(
+            ErrorCode::StreamIdNotFound | ErrorCode::TopicIdNotFound | ErrorCode::PartitionNotFound,
+        ) => return call.deny(ErrorCode::ResourceNotFound),
+        Err(code) => return call.deny(code),
+    };
+    let range = HEADER_SIZE + request.batch.start..HEADER_SIZE + request.batch.end;
+    let (count, bytes) = (request.messages_count, range.len() as u64);
+    match store_append(call.node(), addr, frame, range).await {
         Ok(confirmation) => {
             let metrics = &call.node().ctx.metrics;
             metrics.messages_in(u64::from(count), bytes);
@@ -99,9 +109,6 @@ pub async fn send(call: Call<'_>, request: SendMessages<'_>, body: &[u8]) -> Rep
             responses::encode_send_confirmations(&mut out, &[confirmation]);
             call.ok(&out)
         }
-        Err(
-            ErrorCode::StreamIdNotFound | ErrorCode::TopicIdNotFound | ErrorCode::PartitionNotFound,
-        ) => call.deny(ErrorCode::ResourceNotFound),
         Err(code) => call.deny(code),
     }
 }
@@ -115,6 +122,18 @@ pub async fn append(
     partitioning: &Partitioning<'_>,
     record: Vec<u8>,
 ) -> Result<SendConfirmation, ErrorCode> {
+    let addr = route_append(node, user, topic, partitioning)?;
+    let whole = 0..record.len();
+    store_append(node, addr, record, whole).await
+}
+
+/// The partition a batch goes to, after the send permission check.
+pub fn route_append(
+    node: &Node,
+    user: UserId,
+    topic: &TopicRef<'_>,
+    partitioning: &Partitioning<'_>,
+) -> Result<PartitionAddr, ErrorCode> {
     let target = resolve(user, &node.metadata(), topic, send_action)?;
     let partition = match partitioning.resolve(target.partitions_count) {
         Some(p) => p,
@@ -126,19 +145,28 @@ pub async fn append(
     if partition >= target.partitions_count {
         return Err(ErrorCode::PartitionNotFound);
     }
-    let addr = PartitionAddr {
+    Ok(PartitionAddr {
         stream: target.stream,
         topic: target.topic,
         partition,
-    };
+    })
+}
+
+/// Stores the record at `buffer[range]` on the partition's owner.
+pub async fn store_append(
+    node: &Node,
+    addr: PartitionAddr,
+    buffer: Vec<u8>,
+    range: std::ops::Range<usize>,
+) -> Result<SendConfirmation, ErrorCode> {
     match node
-        .partition(addr.ns(), PartitionOp::Append { record })
+        .partition(addr.ns(), PartitionOp::Append { buffer, range })
         .await
     {
         PartitionReply::Appended { base_offset } => Ok(SendConfirmation {
-            stream_id: target.stream,
-            topic_id: target.topic,
-            partition_id: partition,
+            stream_id: addr.stream,
+            topic_id: addr.topic,
+            partition_id: addr.partition,
             base_offset,
         }),
         other => Err(failure(other)),
@@ -223,12 +251,9 @@ pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
     match poll_partition(call.node(), caller, &request).await {
         Ok(body) => {
             let metrics = &call.node().ctx.metrics;
-            let count = body.get(12..16).map_or(0, |c| {
-                u32::from_le_bytes(c.try_into().expect("a 4-byte slice"))
-            });
-            metrics.messages_out(u64::from(count), body.len() as u64);
+            metrics.messages_out(u64::from(body.messages), body.byte_len() as u64);
             metrics.observe_poll(started.elapsed());
-            call.ok(&body)
+            call.ok_parts(body.byte_len(), body.into_parts())
         }
         Err(code) => call.deny(code),
     }
@@ -252,12 +277,13 @@ impl Caller {
 }
 
 /// Polls one partition on its owner; the reply body is the binary poll
-/// reply (header and records), which each transport renders its own way.
+/// reply (header and shared record slices), which each transport renders
+/// its own way.
 pub async fn poll_partition(
     node: &Node,
     caller: Caller,
     request: &PollMessages<'_>,
-) -> Result<Vec<u8>, ErrorCode> {
+) -> Result<PolledBody, ErrorCode> {
     let (target, consumer) = {
         let metadata = node.metadata();
         let target = resolve(caller.user, &metadata, &request.topic, poll_action)?;
@@ -301,10 +327,12 @@ pub async fn poll_partition(
 }
 
 /// An empty poll telling a group member to re-read its assignment.
-fn stale_assignment() -> Vec<u8> {
-    let mut out = Vec::with_capacity(PollReplyHeader::SIZE);
-    PollReplyHeader::stale_assignment(0).encode(&mut out);
-    out
+fn stale_assignment() -> PolledBody {
+    PolledBody {
+        header: PollReplyHeader::stale_assignment(0).to_bytes(),
+        records: Vec::new(),
+        messages: 0,
+    }
 }
 
 /// Resolves an offset target: the partition, and the consumer key. Group

@@ -42,6 +42,20 @@ impl Call<'_> {
         Reply::frame(self.builder().success(payload))
     }
 
+    /// A successful reply whose body travels in parts (no copy).
+    pub fn ok_parts(&self, body_len: usize, body: impl Iterator<Item = bytes::Bytes>) -> Reply {
+        let builder = self.builder();
+        let prefix = builder.success_prefix();
+        let mut parts = vec![bytes::Bytes::copy_from_slice(
+            &builder.success_header(body_len),
+        )];
+        if !prefix.is_empty() {
+            parts.push(bytes::Bytes::from_static(prefix));
+        }
+        parts.extend(body);
+        Reply::parts(parts)
+    }
+
     /// A status denial with an empty body.
     pub fn deny(&self, code: ErrorCode) -> Reply {
         Reply::frame(self.builder().denial(code))
@@ -56,12 +70,14 @@ impl Call<'_> {
     }
 }
 
+/// Runs one command; `frame` is the whole request (header and body), owned
+/// so that a sent batch can be stored without copying.
 pub async fn dispatch(
     session: &mut Session,
     bound: Bound,
     header: &RequestHeader,
     code: CommandCode,
-    body: &[u8],
+    frame: Vec<u8>,
 ) -> Reply {
     let call = Call {
         session,
@@ -69,6 +85,10 @@ pub async fn dispatch(
         header,
         reply_operation: None,
     };
+    if code == CommandCode::SendMessages {
+        return messages::send(call, frame).await;
+    }
+    let body = &frame[protocol::header::HEADER_SIZE..];
     let request = match Request::decode(code, body) {
         Ok(request) => request,
         Err(e) => {
@@ -76,10 +96,10 @@ pub async fn dispatch(
             return call.deny(ErrorCode::InvalidCommand);
         }
     };
-    route(call, request, body).await
+    route(call, request).await
 }
 
-async fn route(call: Call<'_>, request: Request<'_>, body: &[u8]) -> Reply {
+async fn route(call: Call<'_>, request: Request<'_>) -> Reply {
     use Request as R;
     match request {
         R::Ping => call.ok(&[]),
@@ -130,7 +150,8 @@ async fn route(call: Call<'_>, request: Request<'_>, body: &[u8]) -> Reply {
         R::JoinConsumerGroup(r) => groups::join(call, r).await,
         R::LeaveConsumerGroup(r) => groups::leave(call, r).await,
         R::SyncConsumerGroup(r) => groups::sync(&call, &r),
-        R::SendMessages(r) => messages::send(call, r, body).await,
+        // Dispatched with its owned frame before decoding; never routed here.
+        R::SendMessages(_) => call.deny(ErrorCode::InvalidCommand),
         R::PollMessages(r) => messages::poll(call, r).await,
         R::FlushUnsavedBuffer(r) => messages::flush(call, r).await,
         R::GetConsumerOffset(r) => messages::get_offset(call, r).await,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crossfire::oneshot::{TxOneshot, oneshot};
 use engine::metadata::topic::options::{Durability, TopicOptions};
 use protocol::ErrorCode;
+use protocol::batch::BATCH_HEADER_SIZE;
 use protocol::responses::PollReplyHeader;
 use storage::offsets::{ConsumerKind, OffsetStore};
 use storage::{LogOptions, PartitionLog, RealStorage, StorageError};
@@ -41,8 +42,11 @@ pub type ConsumerKey = (ConsumerKind, u32);
 
 #[derive(Debug)]
 pub enum PartitionOp {
+    /// The batch record at `buffer[range]` (a request frame, usually),
+    /// appended without copying.
     Append {
-        record: Vec<u8>,
+        buffer: Vec<u8>,
+        range: std::ops::Range<usize>,
     },
     Poll {
         start: PollStart,
@@ -75,8 +79,8 @@ pub enum PartitionReply {
     Appended {
         base_offset: u64,
     },
-    /// A complete poll reply body (header and records).
-    Polled(Vec<u8>),
+    /// A poll reply body: shared slices of the stored records.
+    Polled(PolledBody),
     /// `(current_offset, stored_offset)`; `None` when nothing is stored.
     Offset(Option<(u64, u64)>),
     Done,
@@ -87,6 +91,38 @@ pub enum PartitionReply {
     },
     InFlight(bool),
     Failed(ErrorCode),
+}
+
+/// A poll reply body without copying the records: the 16-byte poll header,
+/// then each record's (possibly rewritten) batch header and its frames, a
+/// slice of the cache or of a disk read. `bytes::Bytes` is shared across
+/// shards by reference count.
+#[derive(Debug, Clone)]
+pub struct PolledBody {
+    pub header: [u8; PollReplyHeader::SIZE],
+    pub records: Vec<([u8; BATCH_HEADER_SIZE], bytes::Bytes)>,
+    pub messages: u32,
+}
+
+impl PolledBody {
+    /// The body's length in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.header.len()
+            + self
+                .records
+                .iter()
+                .map(|(h, f)| h.len() + f.len())
+                .sum::<usize>()
+    }
+
+    /// The body as parts to write in order.
+    pub fn into_parts(self) -> impl Iterator<Item = bytes::Bytes> {
+        std::iter::once(bytes::Bytes::copy_from_slice(&self.header)).chain(
+            self.records
+                .into_iter()
+                .flat_map(|(header, frames)| [bytes::Bytes::copy_from_slice(&header), frames]),
+        )
+    }
 }
 
 pub struct PartitionCall {
@@ -225,7 +261,7 @@ impl Node {
             return PartitionReply::Failed(ErrorCode::PartitionNotFound);
         };
         let result = match op {
-            PartitionOp::Append { record } => partition.append(record).await,
+            PartitionOp::Append { buffer, range } => partition.append(buffer, range).await,
             PartitionOp::Poll {
                 start,
                 count,
@@ -282,8 +318,14 @@ impl OwnedPartition {
         self.log.last_offset().unwrap_or(0)
     }
 
-    async fn append(&self, record: Vec<u8>) -> Result<PartitionReply, StorageError> {
-        let receipt = self.log.append(record, super::process_stats::now_us())?;
+    async fn append(
+        &self,
+        buffer: Vec<u8>,
+        range: std::ops::Range<usize>,
+    ) -> Result<PartitionReply, StorageError> {
+        let receipt = self
+            .log
+            .append_at(buffer, range, super::process_stats::now_us())?;
         if self.durability == Durability::Persisted {
             self.log.wait_durable(receipt.last_offset).await?;
         }
@@ -331,21 +373,19 @@ impl OwnedPartition {
             None => Vec::new(),
         };
         let messages: u32 = records.iter().map(|r| r.count).sum();
-        let frames: usize = records
-            .iter()
-            .map(|r| r.header.len() + r.frames.len())
-            .sum();
-        let mut body = Vec::with_capacity(PollReplyHeader::SIZE + frames);
-        PollReplyHeader {
-            partition_id: self.partition_id,
-            current_offset,
-            messages_count: messages,
-        }
-        .encode(&mut body);
-        for record in &records {
-            body.extend_from_slice(&record.header);
-            body.extend_from_slice(record.frame_bytes());
-        }
+        let body = PolledBody {
+            header: PollReplyHeader {
+                partition_id: self.partition_id,
+                current_offset,
+                messages_count: messages,
+            }
+            .to_bytes(),
+            records: records
+                .iter()
+                .map(|r| (r.header, r.bytes.slice(r.frames.clone())))
+                .collect(),
+            messages,
+        };
         if consumer.0 == ConsumerKind::ConsumerGroup
             && let Some(last) = records
                 .last()

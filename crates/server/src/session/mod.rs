@@ -100,7 +100,7 @@ impl Session {
             Route::Command(CommandCode::LogoutUser) => self.logout(&header).await,
             Route::Command(code) => {
                 self.count(code);
-                self.command(&header, code, body).await
+                self.command(&header, code, frame).await
             }
             Route::UnknownCode { .. } => {
                 Reply::frame(ReplyBuilder::for_request(&header).denial(ErrorCode::InvalidCommand))
@@ -120,7 +120,13 @@ impl Session {
         }
     }
 
-    async fn command(&mut self, header: &RequestHeader, code: CommandCode, body: &[u8]) -> Reply {
+    async fn command(
+        &mut self,
+        header: &RequestHeader,
+        code: CommandCode,
+        frame: Vec<u8>,
+    ) -> Reply {
+        let body = &frame[HEADER_SIZE..];
         if code.is_legacy_login() {
             return Reply::frame(eviction(header, EvictionReason::MalformedLogin));
         }
@@ -132,7 +138,7 @@ impl Session {
                 ReplyBuilder::for_request(header).denial(ErrorCode::InvalidFormat),
             );
         }
-        handlers::dispatch(self, bound, header, code, body).await
+        handlers::dispatch(self, bound, header, code, frame).await
     }
 
     /// Binary protocol §7.5: what an unbound connection may do.

@@ -2,12 +2,15 @@
 //! reply frame (possibly in several parts, written in order), and whether
 //! the connection must close after it.
 
+use bytes::Bytes;
 use protocol::header::HEADER_SIZE;
 
 #[derive(Debug, Default)]
 pub struct Reply {
     /// Frame bytes, in order; empty only when closing without a reply.
-    pub parts: Vec<Vec<u8>>,
+    /// Parts may share stored records (a poll reply is written with
+    /// vectored I/O straight from the cache).
+    pub parts: Vec<Bytes>,
     pub close_after: bool,
 }
 
@@ -20,9 +23,26 @@ impl Reply {
             "a reply frame holds at least a header"
         );
         Self {
-            parts: vec![bytes],
+            parts: vec![Bytes::from(bytes)],
             close_after: false,
         }
+    }
+
+    /// A frame in parts: the header first, then the body's pieces.
+    pub fn parts(parts: Vec<Bytes>) -> Self {
+        assert!(
+            parts.first().is_some_and(|h| h.len() == HEADER_SIZE),
+            "a reply frame starts with its header"
+        );
+        Self {
+            parts,
+            close_after: false,
+        }
+    }
+
+    /// The whole frame in one buffer (a copy; for message transports).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.parts.concat()
     }
 
     /// Close the connection without replying (undecodable header, bad size).

@@ -195,11 +195,11 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         };
         let reply = session.handle(frame).await;
         let stop = reply.close_after;
-        for part in reply.parts {
-            let BufResult(result, _) = stream.write_all(part).await;
+        if !reply.parts.is_empty() {
+            let BufResult(result, _) = stream.write_vectored_all(reply.parts).await;
             result?;
+            stream.flush().await?;
         }
-        stream.flush().await?;
         if stop || shard.ctx.is_stopping() {
             return Ok(());
         }

@@ -220,7 +220,7 @@ where
         }
         let reply = session.handle(frame.to_vec()).await;
         let stop = reply.close_after;
-        let out: Vec<u8> = reply.parts.concat();
+        let out: Vec<u8> = reply.to_vec();
         if !out.is_empty() {
             ws.send(Message::Binary(out.into())).await?;
         }

@@ -25,6 +25,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+use bytes::Bytes;
 use std::cell::{Ref, RefCell, RefMut};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -116,7 +117,7 @@ pub struct PolledRecord {
     /// The stored batch header, or one rewritten for a partial selection.
     pub header: [u8; BATCH_HEADER_SIZE],
     /// Shared bytes holding the frames (a cached record or a disk read).
-    pub bytes: Rc<Vec<u8>>,
+    pub bytes: Bytes,
     pub frames: Range<usize>,
     pub first_offset: u64,
     pub count: u32,
@@ -227,9 +228,27 @@ impl<S: Storage> PartitionLog<S> {
     /// Synchronous, so offsets follow arrival order. A timestamp earlier
     /// than the previous batch's is raised to it, keeping timestamps
     /// monotonic for timestamp lookups.
-    pub fn append(&self, mut record: Vec<u8>, now_us: u64) -> Result<AppendReceipt> {
+    pub fn append(&self, record: Vec<u8>, now_us: u64) -> Result<AppendReceipt> {
+        let whole = 0..record.len();
+        self.append_at(record, whole, now_us)
+    }
+
+    /// Appends the record held at `buffer[range]` (e.g. a request frame's
+    /// batch) without copying it: the record is stamped in place and the
+    /// cache keeps a slice of `buffer`.
+    pub fn append_at(
+        &self,
+        mut buffer: Vec<u8>,
+        range: Range<usize>,
+        now_us: u64,
+    ) -> Result<AppendReceipt> {
         self.check_writable()?;
-        let header = validate_record(&record, Verify::Layout)
+        let record = buffer
+            .get_mut(range.clone())
+            .ok_or(StorageError::InvalidRecord {
+                source: protocol::batch::BatchError::TooShort { len: 0 },
+            })?;
+        let header = validate_record(record, Verify::Layout)
             .map_err(|source| StorageError::InvalidRecord { source })?;
         let receipt = {
             let mut state = self.state_mut();
@@ -246,7 +265,7 @@ impl<S: Storage> PartitionLog<S> {
             }
             let base_timestamp = now_us.max(state.last_timestamp);
             let stamped = stamp_record(
-                &mut record,
+                record,
                 self.inner.options.partition_id,
                 base_offset,
                 base_timestamp,
@@ -262,7 +281,7 @@ impl<S: Storage> PartitionLog<S> {
                 base_offset,
                 last_offset: receipt.last_offset,
                 base_timestamp,
-                bytes: Rc::new(record),
+                bytes: Bytes::from(buffer).slice(range),
                 written: false,
             };
             state.push_batch(batch, messages);

@@ -8,6 +8,7 @@
 //! always, checksums when `validate_checksum_on_read`) and a failure is a
 //! `Corrupt` error naming file and position: corrupt bytes are never served.
 
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -38,7 +39,7 @@ impl Selection {
     /// Offers the record at `bytes[start..start + len]`; returns false once
     /// the selection is full. A record that would exceed `max_bytes` is
     /// refused unless nothing was selected yet (a read always progresses).
-    fn offer(&mut self, bytes: &Rc<Vec<u8>>, start: usize, len: usize) -> bool {
+    fn offer(&mut self, bytes: &Bytes, start: usize, len: usize) -> bool {
         let Some(slice) = slice_record(&bytes[start..start + len], self.cursor, self.remaining)
         else {
             return true;
@@ -58,7 +59,7 @@ impl Selection {
         let frames = start + slice.frames.start..start + slice.frames.end;
         let record = PolledRecord {
             header: slice.header,
-            bytes: Rc::clone(bytes),
+            bytes: bytes.clone(),
             frames,
             first_offset: slice.first_offset,
             count: slice.count,
@@ -259,7 +260,7 @@ async fn scan_records<F: StorageFile>(
     path: &Path,
     mut position: u64,
     end: u64,
-    mut visit: impl FnMut(&Rc<Vec<u8>>, usize, &BatchHeader, u64) -> Result<bool>,
+    mut visit: impl FnMut(&Bytes, usize, &BatchHeader, u64) -> Result<bool>,
 ) -> Result<()> {
     let mut want = READ_AHEAD_BYTES;
     while position < end {
@@ -268,7 +269,7 @@ async fn scan_records<F: StorageFile>(
             .read_exact_at(len as usize, position)
             .await
             .map_err(io_error("segment read", path))?;
-        let chunk = Rc::new(bytes);
+        let chunk = Bytes::from(bytes);
         let mut at = 0usize;
         while chunk.len() - at >= BATCH_HEADER_SIZE {
             let record_position = position + at as u64;

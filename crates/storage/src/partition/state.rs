@@ -8,6 +8,7 @@
 //! not yet in any segment file. Every offset below the first unwritten
 //! batch (or below `next_offset` when none) is in a segment file.
 
+use bytes::Bytes;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -65,7 +66,7 @@ pub struct CachedBatch {
     pub base_offset: u64,
     pub last_offset: u64,
     pub base_timestamp: u64,
-    pub bytes: Rc<Vec<u8>>,
+    pub bytes: Bytes,
     pub written: bool,
 }
 
@@ -73,7 +74,7 @@ pub struct CachedBatch {
 #[derive(Debug)]
 pub struct FlushChunk {
     pub position: u64,
-    pub buffers: Vec<Rc<Vec<u8>>>,
+    pub buffers: Vec<Bytes>,
     pub first: IndexEntry,
     pub last_offset: u64,
     pub last_timestamp: u64,
@@ -206,7 +207,7 @@ impl<F> LogState<F> {
             .skip(self.cache.len() - self.unwritten_batches)
             .take(MAX_IOVECS)
         {
-            chunk.buffers.push(Rc::clone(&batch.bytes));
+            chunk.buffers.push(batch.bytes.clone());
             chunk.last_offset = batch.last_offset;
             chunk.last_timestamp = batch.base_timestamp;
             chunk.messages += batch.last_offset - batch.base_offset + 1;

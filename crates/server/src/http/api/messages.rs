@@ -11,13 +11,12 @@ use engine::metadata::ClientId;
 use engine::metadata::topic::options::Durability;
 use hyper::StatusCode;
 use protocol::ErrorCode;
-use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Frames, build_record};
+use protocol::batch::{BatchHeader, Frames, build_record};
 use protocol::primitives::{
     Consumer, ConsumerKind, Identifier, MAX_KV_FIELD_LEN, MAX_USER_HEADERS_BYTES, Partitioning,
     PollingStrategy, UserHeaders, put_kv_pair,
 };
 use protocol::requests::{OffsetTarget, PollMessages, TopicRef};
-use protocol::responses::PollReplyHeader;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -27,6 +26,7 @@ use crate::handlers::messages::{
     Caller, append, poll_partition, read_offset, remove_offset, write_offset,
 };
 use crate::http::error::ApiError;
+use crate::node::partitions::PolledBody;
 
 /// Largest payload one message may carry.
 const MAX_PAYLOAD_BYTES: usize = 64_000_000;
@@ -374,7 +374,7 @@ pub async fn poll(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Repl
     let polled = render_poll(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
     node.ctx
         .metrics
-        .messages_out(polled.messages.len() as u64, body.len() as u64);
+        .messages_out(polled.messages.len() as u64, body.byte_len() as u64);
     node.ctx.metrics.observe_poll(started.elapsed());
     Ok(Reply::Json(
         StatusCode::OK,
@@ -417,17 +417,14 @@ fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
-/// The binary poll reply (header, then batch records) as JSON.
-fn render_poll(body: &[u8]) -> Option<Polled> {
-    let partition_id = le_u32(body, 0)?;
-    let current_offset = le_u64(body, 4)?;
-    let mut rest = body.get(PollReplyHeader::SIZE..)?;
+/// A poll reply body (header, then batch records) as JSON.
+fn render_poll(body: &PolledBody) -> Option<Polled> {
+    let partition_id = le_u32(&body.header, 0)?;
+    let current_offset = le_u64(&body.header, 4)?;
     let mut messages = Vec::new();
-    while !rest.is_empty() {
-        let header = BatchHeader::read(rest).ok()?;
-        let length = usize::try_from(header.batch_length).ok()?;
-        let record = rest.get(..length)?;
-        for frame in Frames::new(record.get(BATCH_HEADER_SIZE..)?) {
+    for (batch, frames) in &body.records {
+        let header = BatchHeader::read(batch).ok()?;
+        for frame in Frames::new(frames) {
             let (_, frame) = frame.ok()?;
             let headers = frame.user_headers();
             messages.push(PolledMessage {
@@ -445,7 +442,6 @@ fn render_poll(body: &[u8]) -> Option<Polled> {
                 user_headers: headers_json(headers),
             });
         }
-        rest = &rest[length..];
     }
     Some(Polled {
         partition_id,

@@ -389,8 +389,28 @@ async fn given_bit_rot_after_open_when_reading_with_validation_should_refuse_the
         matches!(error, StorageError::Corrupt { position, .. } if position == second as u64),
         "{error}"
     );
-    let shared = Rc::strong_count(&log.read(0, 1, u64::MAX).await.unwrap()[0].bytes);
-    assert!(shared >= 1);
+}
+
+#[compio::test]
+async fn given_record_inside_a_frame_when_appending_should_cache_it_without_copying() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    let mut frame = vec![0xEE; 300];
+    frame.extend_from_slice(&record(1, 3, 10));
+    let range = 300..frame.len();
+    let receipt = log.append_at(frame, range, 700).unwrap();
+    assert_eq!((receipt.base_offset, receipt.last_offset), (0, 2));
+    let first = log.read(0, 10, u64::MAX).await.unwrap();
+    let second = log.read(0, 10, u64::MAX).await.unwrap();
+    assert_eq!(
+        first[0].frame_bytes().as_ptr(),
+        second[0].frame_bytes().as_ptr(),
+        "polls share the cached bytes"
+    );
+    let header = BatchHeader::read(&first[0].to_record()).unwrap();
+    assert_eq!((header.base_offset, header.base_timestamp), (0, 700));
+    validate_record(&first[0].to_record(), Verify::Checksums).unwrap();
+    assert!(log.append_at(vec![0; 10], 5..20, 1).is_err());
 }
 
 #[compio::test]
