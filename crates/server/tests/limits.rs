@@ -1,5 +1,5 @@
-//! Connection limits from configuration: `tcp.max_connections` and
-//! `tcp.idle_timeout`.
+//! Connection limits from configuration: `tcp.max_connections`,
+//! `tcp.idle_timeout` and `tcp.max_failed_logins`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
@@ -8,7 +8,7 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use harness::raw::{connect, read_frame, send, try_send};
+use harness::raw::{connect, login_body, read_frame, send, try_send};
 use harness::{ServerOptions, TestServer, Workdir, run_to_exit};
 use protocol::CommandCode;
 
@@ -86,4 +86,27 @@ fn given_too_short_idle_timeout_when_booting_should_refuse_naming_the_key() {
     );
     assert!(!status.success());
     assert!(output.contains("tcp.idle_timeout"), "{output}");
+}
+
+#[test]
+fn given_failed_login_limit_when_reached_should_close_the_connection() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(
+        &workdir,
+        &ServerOptions::default().env("IGGY_TCP_MAX_FAILED_LOGINS", "2"),
+    );
+    let mut guesser = connect(server.tcp());
+    let mut answered = 0;
+    for _ in 0..5 {
+        let body = login_body("iggy", "wrong-guess");
+        let sent = try_send(&mut guesser, CommandCode::LoginRegister, 0, 0, &body);
+        if sent.is_err() || read_frame(&mut guesser).is_none() {
+            break;
+        }
+        answered += 1;
+    }
+    assert_eq!(answered, 2, "two failures are answered, then it closes");
+    assert!(closed(&mut guesser));
+    let mut other = connect(server.tcp());
+    assert!(ping(&mut other), "a new connection is served");
 }

@@ -161,6 +161,8 @@ fn shard_options(
             rebalancing_timeout: Duration::from(config.consumer_group.rebalancing_timeout),
             max_connections: config.tcp.max_connections as usize,
             idle_timeout: Some(Duration::from(config.tcp.idle_timeout)).filter(|d| !d.is_zero()),
+            max_failed_logins: config.tcp.max_failed_logins,
+            handshake_grace: Duration::from(config.message_bus.handshake_grace),
             heartbeat_interval: config
                 .heartbeat
                 .enabled

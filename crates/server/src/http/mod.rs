@@ -110,7 +110,7 @@ async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer
     let io = match &app.settings.tls {
         None => HyperStream::new_plain(stream),
         Some(tls) => {
-            let timeout = crate::transport::tcp::HANDSHAKE_TIMEOUT;
+            let timeout = app.shard.ctx.limits.handshake_grace;
             match compio::time::timeout(timeout, tls.accept(stream)).await {
                 Ok(Ok(stream)) => HyperStream::new_tls(stream),
                 Ok(Err(e)) => {

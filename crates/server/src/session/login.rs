@@ -11,11 +11,6 @@ use tracing::{debug, info};
 use super::{Bound, Reply, Session};
 use crate::node::LoginFailure;
 
-/// Failed logins one connection may make before it is closed: every attempt
-/// costs an Argon2 verification, so a client guessing passwords must at
-/// least pay for a new connection every few tries.
-pub const MAX_FAILED_LOGINS_PER_CONNECTION: u32 = 5;
-
 impl Session {
     pub(super) async fn login(&mut self, header: &RequestHeader, body: &[u8]) -> Reply {
         if let Some(bound) = self.bound {
@@ -49,7 +44,10 @@ impl Session {
                 };
                 self.failed_logins += 1;
                 let reply = Reply::frame(eviction(header, reason));
-                if self.failed_logins >= MAX_FAILED_LOGINS_PER_CONNECTION {
+                // Every attempt costs an Argon2 verification: a client
+                // guessing passwords must pay for a new connection every
+                // `tcp.max_failed_logins` tries.
+                if self.failed_logins >= self.shard.ctx.limits.max_failed_logins {
                     info!(peer = %self.peer, "closing after {} failed logins", self.failed_logins);
                     return reply.and_close();
                 }

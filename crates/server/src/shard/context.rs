@@ -81,6 +81,11 @@ pub struct Limits {
     pub idle_timeout: Option<Duration>,
     /// Expected client heartbeat period; `None` when the verifier is off.
     pub heartbeat_interval: Option<Duration>,
+    /// Failed logins a connection may make before it is closed.
+    pub max_failed_logins: u32,
+    /// Time a TLS, WebSocket or QUIC handshake may take
+    /// (`message_bus.handshake_grace`).
+    pub handshake_grace: Duration,
 }
 
 type Inbox = MAsyncTx<Array<ShardMessage>>;

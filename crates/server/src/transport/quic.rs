@@ -111,7 +111,7 @@ async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>) {
         compio::runtime::spawn(async move {
             let _open = shard.connection_guard();
             let _counted = shard.ctx.open_connection();
-            let timeout = super::tcp::HANDSHAKE_TIMEOUT;
+            let timeout = shard.ctx.limits.handshake_grace;
             match compio::time::timeout(timeout, connecting).await {
                 Ok(Ok(connection)) => serve_connection(&shard, connection).await,
                 Ok(Err(e)) => debug!(%peer, "QUIC handshake failed: {e}"),

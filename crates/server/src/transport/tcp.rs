@@ -23,9 +23,6 @@ use crate::node::heartbeat::Liveness;
 use crate::session::{self, Transport};
 use crate::shard::{Shard, ShardMessage};
 
-/// Time a TLS client gets to finish its handshake.
-pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
 /// with `tls`, connections are terminated and served here.
 pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<TlsAcceptor>) {
@@ -62,7 +59,8 @@ async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAccept
             let _open = shard.connection_guard();
             let _counted = shard.ctx.open_connection();
             let fd = stream.as_raw_fd();
-            let handshake = compio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await;
+            let handshake =
+                compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await;
             let mut stream = match handshake {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),

@@ -21,7 +21,7 @@ use compio::ws::{IntoMaybeTlsStream, WebSocketStream};
 use protocol::header::{HEADER_SIZE, frame_size};
 use tracing::{debug, info, warn};
 
-use super::tcp::{HANDSHAKE_TIMEOUT, duplicate};
+use super::tcp::duplicate;
 use crate::node::heartbeat::Liveness;
 use crate::session::{self, Transport};
 use crate::shard::{Shard, ShardMessage};
@@ -142,7 +142,7 @@ fn spawn_wss(
         let _open = shard.connection_guard();
         let _counted = shard.ctx.open_connection();
         let fd = stream.as_raw_fd();
-        match compio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+        match compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await {
             Ok(Ok(stream)) => upgrade_and_serve(&shard, stream, fd, peer, limits).await,
             Ok(Err(e)) => debug!(%peer, "WSS TLS handshake failed: {e}"),
             Err(_) => debug!(%peer, "WSS TLS handshake timed out"),
@@ -162,7 +162,7 @@ async fn upgrade_and_serve<T>(
 {
     let config = compio::ws::Config::from(limits.config());
     let upgrade = compio::ws::accept_async_with_config(stream, config);
-    let mut ws = match compio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
+    let mut ws = match compio::time::timeout(shard.ctx.limits.handshake_grace, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(e)) => return debug!(%peer, "WebSocket upgrade refused: {e}"),
         Err(_) => return debug!(%peer, "WebSocket upgrade timed out"),

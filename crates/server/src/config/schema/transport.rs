@@ -86,6 +86,9 @@ pub struct TcpConfig {
     /// Close a connection that sends nothing for this long; "0 s" disables.
     /// (Not in the reference's file.)
     pub idle_timeout: ConfigDuration,
+    /// Failed logins per connection before it is closed. (Not in the
+    /// reference's file.)
+    pub max_failed_logins: u32,
     pub tls: ListenerTlsConfig,
 }
 

@@ -51,6 +51,12 @@ fn validate_tcp_limits(config: &ServerConfig) -> Result<(), ConfigError> {
         tcp.max_connections,
         "at least 1",
     )?;
+    require(
+        tcp.max_failed_logins >= 1,
+        "tcp.max_failed_logins",
+        tcp.max_failed_logins,
+        "at least 1",
+    )?;
     let idle = Duration::from(tcp.idle_timeout);
     require(
         idle.is_zero() || idle >= TCP_IDLE_TIMEOUT_MIN,
