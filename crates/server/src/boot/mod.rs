@@ -65,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     notes.extend(loaded.warnings.iter().cloned());
+    raise_open_files_limit(config.tcp.max_connections);
     notes.iter().for_each(|note| warn!("{note}"));
     loaded.applied_env.iter().for_each(|line| info!("{line}"));
 
@@ -162,6 +163,7 @@ fn shard_options(
             max_connections: config.tcp.max_connections as usize,
             idle_timeout: Some(Duration::from(config.tcp.idle_timeout)).filter(|d| !d.is_zero()),
             max_failed_logins: config.tcp.max_failed_logins,
+            frame_timeout: Duration::from(config.tcp.frame_timeout),
             handshake_grace: Duration::from(config.message_bus.handshake_grace),
             heartbeat_interval: config
                 .heartbeat
@@ -215,4 +217,40 @@ fn dump_contents(config: &ServerConfig, bound: &BoundAddresses) -> String {
         bound.websocket,
     );
     effective.to_runtime_toml()
+}
+
+/// Every connection holds a descriptor, and the default soft limit (often
+/// 1024) is far below `tcp.max_connections`: raise the soft limit to the hard
+/// one and warn when even that is short.
+fn raise_open_files_limit(max_connections: u32) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid, owned struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    // Descriptors for files, logs and the runtime besides connections.
+    let wanted = u64::from(max_connections) + 1024;
+    if limit.rlim_cur < wanted {
+        tracing::warn!(
+            open_files = limit.rlim_cur,
+            "the open-files limit is below tcp.max_connections plus room for files; \
+             connections beyond it will be refused by the kernel"
+        );
+    } else {
+        info!(open_files = limit.rlim_cur, "open-files limit");
+    }
 }

@@ -83,6 +83,8 @@ pub struct Limits {
     pub heartbeat_interval: Option<Duration>,
     /// Failed logins a connection may make before it is closed.
     pub max_failed_logins: u32,
+    /// Time a started frame has to arrive whole (`tcp.frame_timeout`).
+    pub frame_timeout: Duration,
     /// Time a TLS, WebSocket or QUIC handshake may take
     /// (`message_bus.handshake_grace`).
     pub handshake_grace: Duration,

@@ -187,8 +187,9 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
     mut session: session::Session,
 ) -> std::io::Result<()> {
     let frame_max = shard.ctx.frame_max_bytes;
+    let frame_timeout = shard.ctx.limits.frame_timeout;
     loop {
-        let Some(frame) = read_frame(stream, frame_max).await? else {
+        let Some(frame) = read_frame(stream, frame_max, frame_timeout).await? else {
             return Ok(());
         };
         let reply = session.handle(frame).await;
@@ -204,20 +205,40 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
     }
 }
 
-/// Reads one frame; `None` on a clean end of stream before a header.
+/// Reads one frame; `None` on a clean end of stream before a header. The
+/// wait for a frame's first bytes is unbounded (idle clients are fine); once
+/// they arrive the rest must follow within `frame_timeout`.
 async fn read_frame<S: AsyncRead>(
     stream: &mut S,
     frame_max: usize,
+    frame_timeout: std::time::Duration,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let header = Vec::with_capacity(HEADER_SIZE);
-    let BufResult(result, header) = stream.read_exact(header.slice(..HEADER_SIZE)).await;
-    let mut frame = header.into_inner();
-    match result {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && frame.is_empty() => {
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
+    let BufResult(result, header) = stream.read(header.slice(..HEADER_SIZE)).await;
+    let frame = header.into_inner();
+    if result? == 0 {
+        return Ok(None);
+    }
+    match compio::time::timeout(frame_timeout, read_rest(stream, frame, frame_max)).await {
+        Ok(result) => result.map(Some),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("a frame did not complete within {frame_timeout:?}"),
+        )),
+    }
+}
+
+/// Completes a frame whose first bytes are in `frame`.
+async fn read_rest<S: AsyncRead>(
+    stream: &mut S,
+    mut frame: Vec<u8>,
+    frame_max: usize,
+) -> std::io::Result<Vec<u8>> {
+    if frame.len() < HEADER_SIZE {
+        let have = frame.len();
+        let BufResult(result, rest) = stream.read_exact(frame.slice(have..HEADER_SIZE)).await;
+        frame = rest.into_inner();
+        result?;
     }
     let size = frame_size(&frame).map_or(0, |s| s as usize);
     if size < HEADER_SIZE || size > frame_max {
@@ -232,5 +253,5 @@ async fn read_frame<S: AsyncRead>(
         frame = body.into_inner();
         result?;
     }
-    Ok(Some(frame))
+    Ok(frame)
 }

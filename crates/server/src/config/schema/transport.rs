@@ -89,6 +89,9 @@ pub struct TcpConfig {
     /// Failed logins per connection before it is closed. (Not in the
     /// reference's file.)
     pub max_failed_logins: u32,
+    /// A started frame must complete within this. (Not in the reference's
+    /// file.)
+    pub frame_timeout: ConfigDuration,
     pub tls: ListenerTlsConfig,
 }
 

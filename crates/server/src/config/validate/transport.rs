@@ -57,6 +57,12 @@ fn validate_tcp_limits(config: &ServerConfig) -> Result<(), ConfigError> {
         tcp.max_failed_logins,
         "at least 1",
     )?;
+    require(
+        Duration::from(tcp.frame_timeout) >= Duration::from_secs(1),
+        "tcp.frame_timeout",
+        tcp.frame_timeout,
+        "at least 1 s",
+    )?;
     let idle = Duration::from(tcp.idle_timeout);
     require(
         idle.is_zero() || idle >= TCP_IDLE_TIMEOUT_MIN,
