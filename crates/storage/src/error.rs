@@ -17,6 +17,11 @@ pub enum StorageError {
     },
     /// A write or fsync failed earlier; the log refuses every later write
     /// rather than retry and pretend the lost bytes are safe.
+    #[error(
+        "no space left for partition log {dir}: new messages are refused until space is \
+         freed; messages already accepted are kept and written then"
+    )]
+    NoSpace { dir: PathBuf },
     #[error("partition log {dir} is poisoned by an earlier failure and refuses writes: {cause}")]
     Poisoned { dir: PathBuf, cause: String },
     #[error("partition log {dir} was deleted")]

@@ -305,6 +305,7 @@ fn storage_error_code(e: &StorageError) -> ErrorCode {
     match e {
         StorageError::InvalidRecord { .. } => ErrorCode::InvalidMessagesCount,
         StorageError::Deleted { .. } => ErrorCode::PartitionNotFound,
+        StorageError::NoSpace { .. } => ErrorCode::CannotSaveMessagesToSegment,
         _ => ErrorCode::CannotAppendMessage,
     }
 }

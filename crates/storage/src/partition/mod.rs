@@ -243,6 +243,12 @@ impl<S: Storage> PartitionLog<S> {
         now_us: u64,
     ) -> Result<AppendReceipt> {
         self.check_writable()?;
+        if self.state().no_space {
+            self.schedule_flush();
+            return Err(StorageError::NoSpace {
+                dir: self.inner.dir.clone(),
+            });
+        }
         let record = buffer
             .get_mut(range.clone())
             .ok_or(StorageError::InvalidRecord {

@@ -101,6 +101,9 @@ pub struct LogState<F> {
     pub frontier: u64,
     pub frontier_renewing: bool,
     pub flush_scheduled: bool,
+    /// A write found the disk full: appends are refused, and every refused
+    /// append retries the flush, until a flush succeeds.
+    pub no_space: bool,
     pub poison: Option<String>,
     pub deleted: bool,
     pub closed: bool,
@@ -132,6 +135,7 @@ impl<F> LogState<F> {
             frontier: next_offset,
             frontier_renewing: false,
             flush_scheduled: false,
+            no_space: false,
             poison: None,
             deleted: false,
             closed: false,

@@ -30,6 +30,49 @@ const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
 impl<S: Storage> PartitionLog<S> {
     /// Called after every append: starts a background flush when a flush
     /// threshold is reached and renews the offset reservation early.
+    /// Queues a background flush unless one is queued already.
+    pub(super) fn schedule_flush(&self) {
+        let flush = {
+            let mut state = self.state_mut();
+            let flush = !state.flush_scheduled;
+            state.flush_scheduled = true;
+            flush
+        };
+        if flush {
+            self.spawn_flush();
+        }
+    }
+
+    fn spawn_flush(&self) {
+        let log = self.clone();
+        compio::runtime::spawn(async move {
+            // Cleared only once this flush holds the I/O lock: appends
+            // that arrive while an earlier flush runs then queue at most
+            // one more flush instead of one each.
+            let io_guard = log.inner.io.lock().await;
+            log.state_mut().flush_scheduled = false;
+            let flushed = log.flush_locked().await;
+            drop(io_guard);
+            match flushed {
+                Ok(()) => {
+                    let observer = log.inner.flush_observer.borrow().clone();
+                    if let Some(observer) = observer {
+                        observer(&log);
+                    }
+                }
+                Err(
+                    StorageError::Deleted { .. }
+                    | StorageError::Purged { .. }
+                    | StorageError::NoSpace { .. },
+                ) => {}
+                Err(error) => {
+                    tracing::warn!(dir = %log.dir().display(), %error, "background flush failed")
+                }
+            }
+        })
+        .detach();
+    }
+
     pub(super) fn after_append(&self) {
         let options = &self.inner.options;
         let (flush, renew) = {
@@ -45,29 +88,7 @@ impl<S: Storage> PartitionLog<S> {
             )
         };
         if flush {
-            let log = self.clone();
-            compio::runtime::spawn(async move {
-                // Cleared only once this flush holds the I/O lock: appends
-                // that arrive while an earlier flush runs then queue at most
-                // one more flush instead of one each.
-                let io_guard = log.inner.io.lock().await;
-                log.state_mut().flush_scheduled = false;
-                let flushed = log.flush_locked().await;
-                drop(io_guard);
-                match flushed {
-                    Ok(()) => {
-                        let observer = log.inner.flush_observer.borrow().clone();
-                        if let Some(observer) = observer {
-                            observer(&log);
-                        }
-                    }
-                    Err(StorageError::Deleted { .. } | StorageError::Purged { .. }) => {}
-                    Err(error) => {
-                        tracing::warn!(dir = %log.dir().display(), %error, "background flush failed")
-                    }
-                }
-            })
-            .detach();
+            self.spawn_flush();
         }
         if renew {
             self.schedule_frontier_renewal(0);
@@ -135,7 +156,11 @@ impl<S: Storage> PartitionLog<S> {
             let BufResult(written, buffers) =
                 log.write_vectored_all_at(buffers, chunk.position).await;
             chunk.buffers = buffers;
-            written.map_err(|error| self.poison("segment write", &log_path, error))?;
+            // A full disk stalls the log instead of poisoning it: the chunk
+            // stays unflushed and is written again, at the same position,
+            // once a later flush finds space.
+            written.map_err(|error| self.write_failed("segment write", &log_path, error))?;
+            self.clear_no_space();
             let rolls = chunk.rolls;
             self.state_mut()
                 .apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
@@ -170,8 +195,17 @@ impl<S: Storage> PartitionLog<S> {
             )
         };
         let len = bytes.len() as u64;
-        let BufResult(written, _) = file.write_all_at(bytes, position).await;
-        written.map_err(|error| self.poison("index write", &path, error))?;
+        let BufResult(written, bytes) = file.write_all_at(bytes, position).await;
+        if let Err(error) = written {
+            let error = self.write_failed("index write", &path, error);
+            if matches!(error, StorageError::NoSpace { .. }) {
+                let mut state = self.state_mut();
+                let active = state.active_mut();
+                let newer = std::mem::replace(&mut active.pending_index, bytes);
+                active.pending_index.extend_from_slice(&newer);
+            }
+            return Err(error);
+        }
         self.state_mut().active_mut().index_size_bytes += len;
         Ok(())
     }
@@ -261,6 +295,37 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// Records the first failure for good and returns the error to report.
+    /// A failed write: a full disk (ENOSPC, EDQUOT) stalls the log until a
+    /// later write succeeds; anything else poisons it.
+    pub(super) fn write_failed(
+        &self,
+        operation: &str,
+        path: &Path,
+        error: io::Error,
+    ) -> StorageError {
+        const ENOSPC: i32 = 28;
+        const EDQUOT: i32 = 122;
+        if !matches!(error.raw_os_error(), Some(ENOSPC | EDQUOT)) {
+            return self.poison(operation, path, error);
+        }
+        let mut state = self.state_mut();
+        if !state.no_space {
+            tracing::error!(dir = %self.inner.dir.display(), "{operation} on {} failed: {error}; refusing new messages until space is freed", path.display());
+            state.no_space = true;
+        }
+        StorageError::NoSpace {
+            dir: self.inner.dir.clone(),
+        }
+    }
+
+    fn clear_no_space(&self) {
+        let mut state = self.state_mut();
+        if state.no_space {
+            tracing::info!(dir = %self.inner.dir.display(), "space is available again; accepting messages");
+            state.no_space = false;
+        }
+    }
+
     pub(super) fn poison(&self, operation: &str, path: &Path, error: io::Error) -> StorageError {
         let cause = format!("{operation} on {} failed: {error}", path.display());
         let mut state = self.state_mut();

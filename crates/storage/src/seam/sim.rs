@@ -31,6 +31,8 @@ pub struct SimFaults {
     pub fail_next_sync: bool,
     /// Every sync fails.
     pub fail_all_syncs: bool,
+    /// Every write fails with ENOSPC and stores nothing (a full disk).
+    pub no_space: bool,
     /// The next write stores only this many bytes and then fails.
     pub short_next_write: Option<usize>,
     /// After this many successful syncs (counted from creation) the machine
@@ -161,6 +163,9 @@ impl SimFs {
 
     fn write(&mut self, inode: InodeId, bytes: &[u8], pos: u64) -> io::Result<()> {
         self.check_alive()?;
+        if self.faults.no_space {
+            return Err(io::Error::from_raw_os_error(28));
+        }
         let short = self.faults.short_next_write.take();
         let keep = short.map_or(bytes.len(), |n| n.min(bytes.len()));
         let content = &mut self

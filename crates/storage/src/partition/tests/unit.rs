@@ -5,7 +5,7 @@ use protocol::batch::{BatchHeader, Verify, validate_record};
 use super::*;
 use crate::error::StorageError;
 use crate::partition::INDEX_ENTRY_SIZE;
-use crate::seam::SimFaults;
+use crate::seam::{CrashMode, SimFaults};
 
 #[compio::test]
 async fn given_fresh_log_when_appending_should_stamp_consecutive_offsets() {
@@ -440,4 +440,38 @@ async fn given_flush_observer_when_threshold_triggers_background_flush_should_be
         compio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     assert_eq!(calls.get(), 1);
+}
+
+#[compio::test]
+async fn given_full_disk_when_flushing_should_refuse_appends_keep_reads_and_resume() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    log.append(record(1, 3, 10), 100).unwrap();
+    storage.set_faults(SimFaults {
+        no_space: true,
+        ..SimFaults::default()
+    });
+    let error = log.flush().await.unwrap_err();
+    assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
+    assert!(!log.is_poisoned(), "a full disk does not poison the log");
+    let refused = log.append(record(2, 1, 10), 200).unwrap_err();
+    assert!(matches!(refused, StorageError::NoSpace { .. }), "{refused}");
+    assert_eq!(
+        messages_of(&log.read(0, 10, u64::MAX).await.unwrap()).len(),
+        3,
+        "accepted messages stay readable"
+    );
+
+    storage.set_faults(SimFaults::default());
+    log.flush().await.unwrap();
+    let resumed = log.append(record(3, 2, 10), 300).unwrap();
+    assert_eq!(resumed.base_offset, 3, "no offset was spent on refusals");
+    log.sync().await.unwrap();
+    log.close().await.unwrap();
+    let (reopened, report) = open(&storage.crash(CrashMode::Clean), small_options()).await;
+    assert_eq!(report.next_offset, 5);
+    assert_eq!(
+        messages_of(&reopened.read(0, 10, u64::MAX).await.unwrap()).len(),
+        5
+    );
 }
