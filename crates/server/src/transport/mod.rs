@@ -46,7 +46,8 @@ pub struct Listeners {
     tcp: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
     http: Option<(std::net::TcpListener, HttpSettings)>,
     websocket: Option<(std::net::TcpListener, WsLimits, Option<TlsAcceptor>)>,
-    quic: Option<(std::net::UdpSocket, compio::quic::ServerConfig)>,
+    /// The socket, its configuration and the connection receive window.
+    quic: Option<(std::net::UdpSocket, compio::quic::ServerConfig, u64)>,
 }
 
 fn bind_tcp(name: &str, key: &str, address: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
@@ -132,8 +133,9 @@ pub fn bind(
             }
         };
         let identity = source.identity().context("quic.certificate")?;
-        let server_config = quic::server_config(identity, &quic_limits(config))?;
-        Some((socket, server_config))
+        let limits = quic_limits(config);
+        let server_config = quic::server_config(identity, &limits)?;
+        Some((socket, server_config, limits.receive_window))
     } else {
         info!("QUIC listener disabled by configuration (quic.enabled = false)");
         None
@@ -229,7 +231,7 @@ pub fn serve(shard: &Rc<Shard>, listeners: Listeners) {
     if let Some((listener, limits, tls)) = listeners.websocket {
         websocket::serve(shard, listener, limits, tls);
     }
-    if let Some((socket, config)) = listeners.quic {
-        quic::serve(shard, socket, config);
+    if let Some((socket, config, receive_window)) = listeners.quic {
+        quic::serve(shard, socket, config, receive_window);
     }
 }

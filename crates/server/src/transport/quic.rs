@@ -76,7 +76,12 @@ pub fn server_config(identity: Identity, limits: &QuicLimits) -> anyhow::Result<
 }
 
 /// Spawns the endpoint and its accept loop on shard 0.
-pub fn serve(shard: &Rc<Shard>, socket: std::net::UdpSocket, config: ServerConfig) {
+pub fn serve(
+    shard: &Rc<Shard>,
+    socket: std::net::UdpSocket,
+    config: ServerConfig,
+    receive_window: u64,
+) {
     let socket = match compio::net::UdpSocket::from_std(socket) {
         Ok(socket) => socket,
         Err(e) => return tracing::error!("cannot serve the QUIC socket: {e}"),
@@ -85,10 +90,10 @@ pub fn serve(shard: &Rc<Shard>, socket: std::net::UdpSocket, config: ServerConfi
         Ok(endpoint) => endpoint,
         Err(e) => return tracing::error!("cannot start the QUIC endpoint: {e}"),
     };
-    compio::runtime::spawn(accept_loop(endpoint, shard.clone())).detach();
+    compio::runtime::spawn(accept_loop(endpoint, shard.clone(), receive_window)).detach();
 }
 
-async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>) {
+async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>, receive_window: u64) {
     while let Some(incoming) = endpoint.wait_incoming().await {
         if shard.ctx.is_stopping() {
             incoming.refuse();
@@ -113,7 +118,7 @@ async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>) {
             let _counted = shard.ctx.open_connection();
             let timeout = shard.ctx.limits.handshake_grace;
             match compio::time::timeout(timeout, connecting).await {
-                Ok(Ok(connection)) => serve_connection(&shard, connection).await,
+                Ok(Ok(connection)) => serve_connection(&shard, connection, receive_window).await,
                 Ok(Err(e)) => debug!(%peer, "QUIC handshake failed: {e}"),
                 Err(_) => debug!(%peer, "QUIC handshake timed out"),
             }
@@ -123,7 +128,7 @@ async fn accept_loop(endpoint: Endpoint, shard: Rc<Shard>) {
     endpoint.close(VarInt::from_u32(CLOSE_NORMAL), b"server stopping");
 }
 
-async fn serve_connection(shard: &Rc<Shard>, connection: Connection) {
+async fn serve_connection(shard: &Rc<Shard>, connection: Connection, receive_window: u64) {
     let peer = connection.remote_address();
     let mut session = session::Session::new(shard.clone(), Transport::Quic, peer);
     let connection_id = session.connection_id;
@@ -135,6 +140,7 @@ async fn serve_connection(shard: &Rc<Shard>, connection: Connection) {
         },
     );
     let frame_max = shard.ctx.frame_max_bytes;
+    let ack_nudge = AckNudge::new(&connection, receive_window);
     loop {
         let (mut send, mut recv) = match connection.accept_bi().await {
             Ok(streams) => streams,
@@ -143,7 +149,7 @@ async fn serve_connection(shard: &Rc<Shard>, connection: Connection) {
                 break;
             }
         };
-        let frame = match read_frame(&mut recv, frame_max).await {
+        let frame = match read_frame(&mut recv, frame_max, &ack_nudge).await {
             Ok(frame) => frame,
             Err(reason) => {
                 info!(%peer, "closing a QUIC connection: {reason}");
@@ -169,9 +175,52 @@ async fn serve_connection(shard: &Rc<Shard>, connection: Connection) {
     shard.node.liveness.untrack(connection_id);
 }
 
+/// Makes the connection send a packet now, so that the ACK for data the
+/// peer is waiting on leaves at once instead of after the delayed-ACK timer.
+///
+/// quinn-proto acknowledges every second ack-eliciting packet at once but
+/// holds a lone one for `max_ack_delay` (25 ms, fixed on our side unless the
+/// peer sends ACK_FREQUENCY), bundling it into any packet sent meanwhile.
+/// quinn-proto >= 0.11.18 clients (the Iggy SDK among them) count a whole
+/// `write` against `send_window` until its last byte is acknowledged, and
+/// the SDK writes a request in one call, so it sends `send_window` bytes
+/// (100 KB by default) and then waits for the ACK of the window's final
+/// packet. When that packet reaches us alone the upload stalls 25 ms per
+/// window. compio-quic has no `ping`, so grow the connection window by one
+/// byte and give it back: that queues one MAX_DATA frame, which carries the
+/// pending ACK, and leaves the advertised window where it was.
+struct AckNudge {
+    connection: Connection,
+    window: VarInt,
+    grown: VarInt,
+}
+
+impl AckNudge {
+    fn new(connection: &Connection, receive_window: u64) -> Option<Self> {
+        let window = VarInt::from_u64(receive_window).ok()?;
+        let grown = VarInt::from_u64(receive_window.checked_add(1)?).ok()?;
+        Some(Self {
+            connection: connection.clone(),
+            window,
+            grown,
+        })
+    }
+
+    fn nudge(this: &Option<Self>) {
+        if let Some(this) = this {
+            this.connection.set_receive_window(this.grown);
+            this.connection.set_receive_window(this.window);
+        }
+    }
+}
+
 /// Reads one stream to its end, refusing more than `frame_max` bytes or a
 /// frame whose declared size is not what arrived.
-async fn read_frame(recv: &mut RecvStream, frame_max: usize) -> Result<Vec<u8>, String> {
+async fn read_frame(
+    recv: &mut RecvStream,
+    frame_max: usize,
+    ack_nudge: &Option<AckNudge>,
+) -> Result<Vec<u8>, String> {
     let mut frame = Vec::new();
     loop {
         let room = frame_max + 1 - frame.len();
@@ -180,6 +229,13 @@ async fn read_frame(recv: &mut RecvStream, frame_max: usize) -> Result<Vec<u8>, 
                 frame.extend_from_slice(&chunk.bytes);
                 if frame.len() > frame_max {
                     return Err(format!("a stream carried more than {frame_max} bytes"));
+                }
+                // More of the frame is due: have what arrived acknowledged
+                // now (see `AckNudge`). A complete frame needs no nudge, the
+                // reply carries the ACK.
+                let declared = frame_size(&frame).map_or(usize::MAX, |s| s as usize);
+                if frame.len() < declared {
+                    AckNudge::nudge(ack_nudge);
                 }
             }
             Ok(None) => break,
