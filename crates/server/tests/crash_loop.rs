@@ -144,7 +144,7 @@ async fn given_producer_when_killed_repeatedly_should_keep_every_acknowledged_me
                         return;
                     }
                     acked.lock().unwrap().offset = Some(offset);
-                    if n % (BATCH * 8) == 0 {
+                    if n.is_multiple_of(BATCH * 8) {
                         let stream = format!("meta-{round}-{n}");
                         if client.create_stream(&stream).await.is_err() {
                             return;
