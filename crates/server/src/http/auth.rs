@@ -80,6 +80,13 @@ impl HttpAuth {
                 decode(&config.decoding_secret)?,
             ),
         };
+        if !config.trusted_issuers.is_empty() {
+            tracing::warn!(
+                issuers = config.trusted_issuers.len(),
+                "http.jwt.trusted_issuers is configured, but external issuers are not supported \
+                 by this build: their tokens are refused (401)"
+            );
+        }
         let lifetime_secs = match config.access_token_expiry {
             TokenExpiry::Never => NEVER_EXPIRES_SECS,
             TokenExpiry::ServerDefault => 3600,
