@@ -13,6 +13,7 @@ pub mod checksum;
 pub mod codes;
 pub mod error;
 pub mod header;
+pub mod http_json;
 pub mod primitives;
 pub mod reply;
 pub mod requests;

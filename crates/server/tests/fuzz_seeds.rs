@@ -105,7 +105,7 @@ async fn record_sdk_frames_as_fuzz_seeds() {
 /// The committed seeds still decode as what they are.
 #[test]
 fn committed_seeds_are_valid_inputs() {
-    for target in ["request_frame", "batch_record", "login_body"] {
+    for target in ["request_frame", "batch_record", "login_body", "http_json"] {
         let dir = seeds_dir().join(target);
         let entries: Vec<_> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -121,8 +121,14 @@ fn committed_seeds_are_valid_inputs() {
                     protocol::batch::validate_record(&input, protocol::batch::Verify::Checksums)
                         .unwrap();
                 }
-                _ => {
+                "login_body" => {
                     protocol::requests::LoginRequest::decode(&input).unwrap();
+                }
+                _ => {
+                    let send = protocol::http_json::decode_send_body(&input, 1, || 1);
+                    let permissions =
+                        serde_json::from_slice::<protocol::http_json::PermissionsJson>(&input);
+                    assert!(send.is_ok() || permissions.is_ok(), "a valid HTTP body");
                 }
             }
         }

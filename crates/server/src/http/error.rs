@@ -79,6 +79,28 @@ impl ApiError {
     }
 }
 
+impl From<protocol::http_json::BodyError> for ApiError {
+    fn from(e: protocol::http_json::BodyError) -> Self {
+        use protocol::http_json::BodyError;
+        match e {
+            BodyError::Json { data, message } => {
+                let status = if data {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                Self::http(
+                    status,
+                    "invalid_json",
+                    format!("invalid request body: {message}"),
+                )
+            }
+            BodyError::Code(code) => Self::iggy(code),
+            BodyError::Invalid(reason) => Self::bad_request(reason),
+        }
+    }
+}
+
 impl From<ErrorCode> for ApiError {
     fn from(code: ErrorCode) -> Self {
         Self::iggy(code)

@@ -11,13 +11,10 @@ use engine::metadata::ClientId;
 use engine::metadata::topic::options::Durability;
 use hyper::StatusCode;
 use protocol::ErrorCode;
-use protocol::batch::{BatchHeader, Frames, build_record};
-use protocol::primitives::{
-    Consumer, ConsumerKind, Identifier, MAX_KV_FIELD_LEN, MAX_USER_HEADERS_BYTES, Partitioning,
-    PollingStrategy, UserHeaders, put_kv_pair,
-};
+use protocol::batch::{BatchHeader, Frames};
+use protocol::http_json::{decode_send_body, header_kind_name};
+use protocol::primitives::{Consumer, ConsumerKind, Identifier, PollingStrategy, UserHeaders};
 use protocol::requests::{OffsetTarget, PollMessages, TopicRef};
-use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -27,15 +24,6 @@ use crate::handlers::messages::{
 };
 use crate::http::error::ApiError;
 use crate::node::partitions::PolledBody;
-
-/// Largest payload one message may carry.
-const MAX_PAYLOAD_BYTES: usize = 64_000_000;
-
-/// Header value kinds by their JSON names; the index + 1 is the wire code.
-const KIND_NAMES: [&str; 15] = [
-    "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
-    "uint32", "uint64", "uint128", "float32", "float64",
-];
 
 fn identifier(text: &str) -> Identifier<'_> {
     match text.parse::<u32>() {
@@ -59,220 +47,21 @@ fn caller(call: &HttpCall<'_>) -> Caller {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SendBody {
-    partitioning: PartitioningJson,
-    messages: Vec<MessageJson>,
-}
-
-#[derive(Deserialize)]
-struct PartitioningJson {
-    kind: String,
-    #[serde(default)]
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct MessageJson {
-    #[serde(default)]
-    id: MessageId,
-    payload: String,
-    #[serde(default)]
-    user_headers: Option<Value>,
-}
-
-/// A message id: a number, a decimal string, or a UUID (32 hex digits,
-/// dashes optional).
-#[derive(Default)]
-struct MessageId(u128);
-
-impl<'de> Deserialize<'de> for MessageId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IdVisitor;
-        impl Visitor<'_> for IdVisitor {
-            type Value = MessageId;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a message id: an unsigned number, a decimal string or a UUID")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<MessageId, E> {
-                Ok(MessageId(u128::from(v)))
-            }
-            fn visit_u128<E: de::Error>(self, v: u128) -> Result<MessageId, E> {
-                Ok(MessageId(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageId, E> {
-                parse_message_id(v)
-                    .map(MessageId)
-                    .ok_or_else(|| E::custom(format!("invalid message id '{v}'")))
-            }
-        }
-        deserializer.deserialize_any(IdVisitor)
-    }
-}
-
-fn parse_message_id(text: &str) -> Option<u128> {
-    if let Ok(n) = text.parse::<u128>() {
-        return Some(n);
-    }
-    let hex: String = text.chars().filter(|c| *c != '-').collect();
-    (hex.len() == 32)
-        .then(|| u128::from_str_radix(&hex, 16).ok())
-        .flatten()
-}
-
-/// The partitioning of a JSON batch, owning its key.
-#[derive(Clone)]
-enum Target {
-    Balanced,
-    PartitionId(u32),
-    Key(Vec<u8>),
-}
-
-impl Target {
-    fn wire(&self) -> Partitioning<'_> {
-        match self {
-            Target::Balanced => Partitioning::Balanced,
-            Target::PartitionId(id) => Partitioning::PartitionId(*id),
-            Target::Key(key) => Partitioning::MessagesKey(key),
-        }
-    }
-}
-
-fn partitioning(json: &PartitioningJson) -> Result<Target, ApiError> {
-    let value = BASE64
-        .decode(&json.value)
-        .map_err(|_| ApiError::iggy(ErrorCode::InvalidKeyValueLength))?;
-    match json.kind.as_str() {
-        "balanced" => Ok(Target::Balanced),
-        "partition_id" => {
-            let bytes: [u8; 4] = value
-                .as_slice()
-                .try_into()
-                .map_err(|_| ApiError::iggy(ErrorCode::InvalidKeyValueLength))?;
-            Ok(Target::PartitionId(u32::from_le_bytes(bytes)))
-        }
-        "messages_key" => {
-            if !(1..=MAX_KV_FIELD_LEN).contains(&value.len()) {
-                return Err(ErrorCode::InvalidKeyValueLength.into());
-            }
-            Ok(Target::Key(value))
-        }
-        _ => Err(ApiError::bad_request(format!(
-            "unknown partitioning kind '{}'",
-            json.kind
-        ))),
-    }
-}
-
-#[derive(Deserialize)]
-struct HeaderField {
-    kind: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct HeaderEntry {
-    key: HeaderField,
-    value: HeaderField,
-}
-
-fn header_field(field: &HeaderField) -> Result<(u8, Vec<u8>), ApiError> {
-    let kind = KIND_NAMES
-        .iter()
-        .position(|k| k.eq_ignore_ascii_case(&field.kind))
-        .ok_or_else(|| ApiError::bad_request(format!("unknown header kind '{}'", field.kind)))?;
-    let bytes = BASE64
-        .decode(&field.value)
-        .map_err(|_| ApiError::bad_request("a header value is not valid base64"))?;
-    if !(1..=MAX_KV_FIELD_LEN).contains(&bytes.len()) {
-        return Err(ErrorCode::InvalidKeyValueLength.into());
-    }
-    Ok((kind as u8 + 1, bytes))
-}
-
-/// User headers in their wire form: from an array of fields, or raw bytes
-/// given as base64.
-fn user_headers(value: Option<&Value>) -> Result<Vec<u8>, ApiError> {
-    let block = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::String(raw)) => BASE64
-            .decode(raw)
-            .map_err(|_| ApiError::bad_request("user_headers is not valid base64"))?,
-        Some(array @ Value::Array(_)) => {
-            let entries: Vec<HeaderEntry> = serde_json::from_value(array.clone())
-                .map_err(|e| ApiError::bad_request(format!("invalid user_headers: {e}")))?;
-            let mut block = Vec::new();
-            for entry in &entries {
-                let (key_kind, key) = header_field(&entry.key)?;
-                let (value_kind, value) = header_field(&entry.value)?;
-                put_kv_pair(&mut block, key_kind, &key, value_kind, &value);
-            }
-            block
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "user_headers must be an array or a string",
-            ));
-        }
-    };
-    if block.len() > MAX_USER_HEADERS_BYTES {
-        return Err(ErrorCode::TooBigUserHeaders.into());
-    }
-    Ok(block)
-}
-
-struct Prepared {
-    id: u128,
-    payload: Vec<u8>,
-    headers: Vec<u8>,
-}
-
-fn prepare(message: &MessageJson) -> Result<Prepared, ApiError> {
-    let payload = BASE64
-        .decode(&message.payload)
-        .map_err(|_| ApiError::bad_request("a payload is not valid base64"))?;
-    if payload.is_empty() {
-        return Err(ErrorCode::EmptyMessagePayload.into());
-    }
-    if payload.len() > MAX_PAYLOAD_BYTES {
-        return Err(ErrorCode::TooBigMessagePayload.into());
-    }
-    let id = match message.id.0 {
-        0 => rand::random::<u128>(),
-        id => id,
-    };
-    Ok(Prepared {
-        id,
-        payload,
-        headers: user_headers(message.user_headers.as_ref())?,
-    })
-}
-
 pub async fn send(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Reply, ApiError> {
     let started = Instant::now();
-    let body: SendBody = call.json()?;
     let ack_none = match call.param::<String>("ack")?.as_deref() {
         None | Some("replicated") => false,
         Some("none") => true,
         Some(other) => return Err(ApiError::bad_request(format!("unknown ack '{other}'"))),
     };
-    if body.messages.is_empty() {
-        return Err(ErrorCode::InvalidMessagesCount.into());
-    }
-    let target = partitioning(&body.partitioning)?;
-    let prepared = body
-        .messages
-        .iter()
-        .map(prepare)
-        .collect::<Result<Vec<_>, _>>()?;
-    let parts: Vec<(u128, &[u8], &[u8])> = prepared
-        .iter()
-        .map(|m| (m.id, m.payload.as_slice(), m.headers.as_slice()))
-        .collect();
-    let record = build_record(crate::node::process_stats::now_us(), &parts);
+    let batch = decode_send_body(
+        call.body,
+        crate::node::process_stats::now_us(),
+        rand::random::<u128>,
+    )?;
+    let (target, record) = (batch.target, batch.record);
     let bytes = record.len() as u64;
-    let count = prepared.len() as u64;
+    let count = u64::from(batch.messages);
     let node = call.node();
     if ack_none {
         let shard = call.app.shard.clone();
@@ -458,13 +247,7 @@ fn headers_json(block: &[u8]) -> Value {
     let Ok(headers) = UserHeaders::parse(block) else {
         return Value::String(BASE64.encode(block));
     };
-    let field = |kind: u8, bytes: &[u8]| {
-        let name = KIND_NAMES
-            .get(usize::from(kind).wrapping_sub(1))
-            .copied()
-            .unwrap_or("raw");
-        json!({"kind": name, "value": BASE64.encode(bytes)})
-    };
+    let field = |kind: u8, bytes: &[u8]| json!({"kind": header_kind_name(kind), "value": BASE64.encode(bytes)});
     headers
         .iter()
         .map(|e| json!({"key": field(e.key_kind, e.key), "value": field(e.value_kind, e.value)}))

@@ -6,7 +6,7 @@ use engine::metadata::permissions::Action;
 use engine::metadata::user::{User, UserStatus};
 use engine::metadata::{Ident, OpKind, token};
 use protocol::ErrorCode;
-use protocol::primitives as wire;
+use protocol::http_json::PermissionsJson;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -141,7 +141,10 @@ struct CreateUser {
 pub async fn create(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
     let request: CreateUser = call.json()?;
     let status = status_of(&request.status)?;
-    let permissions = request.permissions.map(|p| permissions_in(&p.into_wire()));
+    let permissions = request
+        .permissions
+        .map(|p| p.into_permissions().map(|p| permissions_in(&p)))
+        .transpose()?;
     let kind = create_user_op(
         call.node(),
         call.user(),
@@ -222,9 +225,13 @@ struct UpdatePermissions {
 
 pub async fn update_permissions(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
     let request: UpdatePermissions = call.json()?;
+    let permissions = request
+        .permissions
+        .map(|p| p.into_permissions().map(|p| permissions_in(&p)))
+        .transpose()?;
     call.commit(OpKind::UpdatePermissions {
         user: target(call, user),
-        permissions: request.permissions.map(|p| permissions_in(&p.into_wire())),
+        permissions,
     })
     .await?;
     Ok(Reply::no_content())
@@ -258,103 +265,6 @@ pub async fn delete_token(call: &HttpCall<'_>, name: String) -> Result<Reply, Ap
     call.commit(OpKind::DeletePersonalAccessToken { name })
         .await?;
     Ok(Reply::no_content())
-}
-
-/// The permissions block as JSON carries it (map keys are decimal ids).
-#[derive(Deserialize)]
-struct PermissionsJson {
-    #[serde(default)]
-    global: GlobalJson,
-    #[serde(default)]
-    streams: Option<BTreeMap<String, StreamJson>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct GlobalJson {
-    manage_servers: bool,
-    read_servers: bool,
-    manage_users: bool,
-    read_users: bool,
-    manage_streams: bool,
-    read_streams: bool,
-    manage_topics: bool,
-    read_topics: bool,
-    poll_messages: bool,
-    send_messages: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct StreamJson {
-    manage_stream: bool,
-    read_stream: bool,
-    manage_topics: bool,
-    read_topics: bool,
-    poll_messages: bool,
-    send_messages: bool,
-    topics: Option<BTreeMap<String, TopicJson>>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(default)]
-struct TopicJson {
-    manage_topic: bool,
-    read_topic: bool,
-    poll_messages: bool,
-    send_messages: bool,
-}
-
-impl PermissionsJson {
-    fn into_wire(self) -> wire::Permissions {
-        let g = self.global;
-        let streams = self
-            .streams
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(id, s)| {
-                let topics = s
-                    .topics
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|(id, t)| {
-                        Some(wire::TopicPermissions {
-                            topic_id: id.parse().ok()?,
-                            manage_topic: t.manage_topic,
-                            read_topic: t.read_topic,
-                            poll_messages: t.poll_messages,
-                            send_messages: t.send_messages,
-                        })
-                    })
-                    .collect();
-                Some(wire::StreamPermissions {
-                    stream_id: id.parse().ok()?,
-                    manage_stream: s.manage_stream,
-                    read_stream: s.read_stream,
-                    manage_topics: s.manage_topics,
-                    read_topics: s.read_topics,
-                    poll_messages: s.poll_messages,
-                    send_messages: s.send_messages,
-                    topics,
-                })
-            })
-            .collect();
-        wire::Permissions {
-            global: wire::GlobalPermissions {
-                manage_servers: g.manage_servers,
-                read_servers: g.read_servers,
-                manage_users: g.manage_users,
-                read_users: g.read_users,
-                manage_streams: g.manage_streams,
-                read_streams: g.read_streams,
-                manage_topics: g.manage_topics,
-                read_topics: g.read_topics,
-                poll_messages: g.poll_messages,
-                send_messages: g.send_messages,
-            },
-            streams,
-        }
-    }
 }
 
 /// `YYYYMMDD_HHMMSS` (UTC) of a Unix time.
