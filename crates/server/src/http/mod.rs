@@ -26,7 +26,7 @@ use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 use send_wrapper::SendWrapper;
 use server::config::HttpConfig;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::shard::Shard;
 pub use auth::HttpAuth;
@@ -87,18 +87,10 @@ pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, settings: HttpS
 }
 
 async fn accept_loop(listener: compio::net::TcpListener, app: Rc<HttpApp>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                warn!("HTTP accept failed: {e}");
-                compio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if app.shard.ctx.is_stopping() {
-            break;
-        }
+    let shard = app.shard.clone();
+    while let Some((stream, peer)) =
+        crate::transport::next_connection(&listener, &shard, "HTTP").await
+    {
         let _ = stream.set_nodelay(true);
         compio::runtime::spawn(serve_connection(app.clone(), stream, peer)).detach();
     }

@@ -22,28 +22,8 @@ use crate::handlers;
 use crate::shard::Shard;
 pub use reply::Reply;
 
-/// How a client reached us (wire values of the client record, spec 8.9).
-/// Only TCP is served so far; the other transports reuse this session.
-#[allow(dead_code)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Tcp,
-    Quic,
-    Http,
-    WebSocket,
-}
-
-impl Transport {
-    /// The transport's label in the metrics.
-    pub fn metric(self) -> crate::metrics::Transport {
-        match self {
-            Transport::Tcp => crate::metrics::Transport::Tcp,
-            Transport::Quic => crate::metrics::Transport::Quic,
-            Transport::Http => crate::metrics::Transport::Http,
-            Transport::WebSocket => crate::metrics::Transport::WebSocket,
-        }
-    }
-}
+/// How a client reached us (one enum for client records and metrics).
+pub use crate::metrics::Transport;
 
 /// The identity bound by a successful login.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +50,7 @@ impl Session {
     pub fn new(shard: Rc<Shard>, transport: Transport, peer: SocketAddr) -> Self {
         let connection_id = shard.ctx.next_client_id();
         shard.node.connection_opened(connection_id, transport, peer);
-        shard.ctx.metrics.connection_opened(transport.metric());
+        shard.ctx.metrics.connection_opened(transport);
         Self {
             shard,
             transport,
@@ -113,10 +93,7 @@ impl Session {
 
     fn count(&self, code: CommandCode) {
         if let Some(index) = CommandCode::ALL.iter().position(|c| *c == code) {
-            self.shard
-                .ctx
-                .metrics
-                .request(self.transport.metric(), index);
+            self.shard.ctx.metrics.request(self.transport, index);
         }
     }
 
@@ -167,9 +144,6 @@ impl Drop for Session {
     fn drop(&mut self) {
         let bound = self.bound.take();
         self.shard.node.connection_closed(self.connection_id, bound);
-        self.shard
-            .ctx
-            .metrics
-            .connection_closed(self.transport.metric());
+        self.shard.ctx.metrics.connection_closed(self.transport);
     }
 }

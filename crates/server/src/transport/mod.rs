@@ -220,6 +220,59 @@ fn quic_limits(config: &ServerConfig) -> quic::QuicLimits {
     }
 }
 
+/// Waits for the next connection this shard may take: retries failed
+/// accepts, drops connections beyond `tcp.max_connections`, and returns
+/// `None` once the server is stopping.
+pub async fn next_connection(
+    listener: &compio::net::TcpListener,
+    shard: &Shard,
+    name: &str,
+) -> Option<(compio::net::TcpStream, SocketAddr)> {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("{name} accept failed: {e}");
+                compio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if shard.ctx.is_stopping() {
+            return None;
+        }
+        if !shard.ctx.has_connection_room() {
+            tracing::debug!(%peer, "refusing a {name} connection: tcp.max_connections reached");
+            continue;
+        }
+        return Some((stream, peer));
+    }
+}
+
+/// Spreads plaintext connections over the shards (round-robin): returns the
+/// stream when this shard should serve it, otherwise hands a duplicate of
+/// its descriptor to the chosen shard as the message `adopt` builds.
+pub fn hand_off(
+    shard: &Shard,
+    stream: compio::net::TcpStream,
+    peer: SocketAddr,
+    adopt: impl FnOnce(std::net::TcpStream) -> crate::shard::ShardMessage,
+) -> Option<compio::net::TcpStream> {
+    let target = shard.ctx.pick_shard();
+    if target == usize::from(shard.id) {
+        return Some(stream);
+    }
+    match tcp::duplicate(&stream) {
+        Ok(std_stream) => {
+            drop(stream);
+            if shard.ctx.try_send(target, adopt(std_stream)).is_err() {
+                tracing::warn!(%peer, target, "shard inbox full; connection refused");
+            }
+        }
+        Err(e) => tracing::warn!(%peer, "cannot hand the connection to shard {target}: {e}"),
+    }
+    None
+}
+
 /// Starts the accept loops on shard 0.
 pub fn serve(shard: &Rc<Shard>, listeners: Listeners) {
     if let Some((listener, tls)) = listeners.tcp {

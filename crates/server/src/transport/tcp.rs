@@ -38,22 +38,7 @@ pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<Tls
 }
 
 async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAcceptor) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                warn!("TCP accept failed: {e}");
-                compio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if shard.ctx.is_stopping() {
-            break;
-        }
-        if !shard.ctx.has_connection_room() {
-            debug!(%peer, "refusing a connection: tcp.max_connections reached");
-            continue;
-        }
+    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "TCP").await {
         let (shard, tls) = (shard.clone(), tls.clone());
         compio::runtime::spawn(async move {
             let _open = shard.connection_guard();
@@ -77,46 +62,10 @@ async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAccept
 }
 
 async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                warn!("TCP accept failed: {e}");
-                compio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if shard.ctx.is_stopping() {
-            break;
-        }
-        if !shard.ctx.has_connection_room() {
-            debug!(%peer, "refusing a connection: tcp.max_connections reached");
-            drop(stream);
-            continue;
-        }
-        let target = shard.ctx.pick_shard();
-        if target == usize::from(shard.id) {
+    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "TCP").await {
+        let adopt = |stream| ShardMessage::AdoptTcp { stream, peer };
+        if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
             spawn_connection(&shard, stream, peer);
-            continue;
-        }
-        match duplicate(&stream) {
-            Ok(std_stream) => {
-                drop(stream);
-                if shard
-                    .ctx
-                    .try_send(
-                        target,
-                        ShardMessage::AdoptTcp {
-                            stream: std_stream,
-                            peer,
-                        },
-                    )
-                    .is_err()
-                {
-                    warn!(%peer, target, "shard inbox full; connection refused");
-                }
-            }
-            Err(e) => warn!(%peer, "cannot hand the connection to shard {target}: {e}"),
         }
     }
 }

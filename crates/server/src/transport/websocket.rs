@@ -21,7 +21,6 @@ use compio::ws::{IntoMaybeTlsStream, WebSocketStream};
 use protocol::header::{HEADER_SIZE, frame_size};
 use tracing::{debug, info, warn};
 
-use super::tcp::duplicate;
 use crate::node::heartbeat::Liveness;
 use crate::session::{self, Transport};
 use crate::shard::{Shard, ShardMessage};
@@ -69,44 +68,18 @@ async fn accept_loop(
     limits: WsLimits,
     tls: Option<TlsAcceptor>,
 ) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                warn!("WebSocket accept failed: {e}");
-                compio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if shard.ctx.is_stopping() {
-            break;
-        }
-        if !shard.ctx.has_connection_room() {
-            debug!(%peer, "refusing a WebSocket connection: connection limit reached");
-            continue;
-        }
+    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "WebSocket").await {
         if let Some(tls) = &tls {
             spawn_wss(&shard, stream, peer, limits, tls.clone());
             continue;
         }
-        let target = shard.ctx.pick_shard();
-        if target == usize::from(shard.id) {
+        let adopt = |stream| ShardMessage::AdoptWebSocket {
+            stream,
+            peer,
+            limits,
+        };
+        if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
             spawn_ws(&shard, stream, peer, limits);
-            continue;
-        }
-        match duplicate(&stream) {
-            Ok(std_stream) => {
-                drop(stream);
-                let message = ShardMessage::AdoptWebSocket {
-                    stream: std_stream,
-                    peer,
-                    limits,
-                };
-                if shard.ctx.try_send(target, message).is_err() {
-                    warn!(%peer, target, "shard inbox full; WebSocket connection refused");
-                }
-            }
-            Err(e) => warn!(%peer, "cannot hand the WebSocket connection to shard {target}: {e}"),
         }
     }
 }
