@@ -760,3 +760,23 @@ async fn inactive_users_cannot_log_in() {
     );
     assert_eq!(wrong.json()["code"], "invalid_credentials");
 }
+
+#[test]
+fn a_request_head_dripping_past_the_frame_timeout_is_closed() {
+    use std::io::{Read, Write};
+    let (_workdir, _server, addr) = start_with(&[("IGGY_TCP_FRAME_TIMEOUT", "1 s")]);
+    let mut slow = std::net::TcpStream::connect(addr).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    slow.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = slow.read_to_end(&mut answer);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(9),
+        "the server closed the stalled connection"
+    );
+    assert!(answer.is_empty() || answer.starts_with(b"HTTP/1.1 408"));
+    assert_eq!(request(addr, "GET", "/ping", None, None).status, 200);
+}

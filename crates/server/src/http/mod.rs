@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::Bytes;
-use cyper_core::{CompioExecutor, HyperStream};
+use cyper_core::{CompioExecutor, CompioTimer, HyperStream};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
@@ -119,7 +119,14 @@ async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer
         }
     };
     let service = Service(SendWrapper::new(app.clone()));
-    let builder = hyper_util::server::conn::auto::Builder::new(CompioExecutor);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(CompioExecutor);
+    // A client must finish sending its request head within the frame
+    // timeout (no slow-drip headers holding connections open).
+    builder
+        .http1()
+        .timer(CompioTimer)
+        .header_read_timeout(app.shard.ctx.limits.frame_timeout);
+    builder.http2().timer(CompioTimer);
     if let Err(e) = builder.serve_connection(Box::pin(io), service).await {
         debug!(%peer, "HTTP connection ended: {e}");
     }
