@@ -83,6 +83,14 @@ impl HttpCall<'_> {
     }
 }
 
+impl HttpCall<'_> {
+    /// Commits an operation whose success has no body (204).
+    pub async fn apply(&self, kind: OpKind) -> Result<Reply, ApiError> {
+        self.commit(kind).await?;
+        Ok(Reply::no_content())
+    }
+}
+
 /// A success answer.
 pub enum Reply {
     Json(StatusCode, Vec<u8>),

@@ -113,28 +113,25 @@ struct UpdateStream {
 pub async fn update(call: &HttpCall<'_>, stream: &str) -> Result<Reply, ApiError> {
     let request: UpdateStream = call.json()?;
     refuse_option_keys(request.options.as_ref())?;
-    call.commit(OpKind::UpdateStream {
+    call.apply(OpKind::UpdateStream {
         stream: ident(stream),
         name: request.name,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn delete(call: &HttpCall<'_>, stream: &str) -> Result<Reply, ApiError> {
-    call.commit(OpKind::DeleteStream {
+    call.apply(OpKind::DeleteStream {
         stream: ident(stream),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn purge(call: &HttpCall<'_>, stream: &str) -> Result<Reply, ApiError> {
-    call.commit(OpKind::PurgeStream {
+    call.apply(OpKind::PurgeStream {
         stream: ident(stream),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub fn topics(call: &HttpCall<'_>, stream: &str) -> Result<Reply, ApiError> {
@@ -200,31 +197,9 @@ fn typed_option(key: &str, value: &Value) -> Result<OptionEntry, ApiError> {
     Ok(OptionEntry::new(key, value))
 }
 
-/// The typed fields first (they win), then the string options.
-fn option_entries(
-    typed: [(&str, Option<&Value>); 3],
-    options: Option<&BTreeMap<String, Value>>,
-) -> Result<Vec<OptionEntry>, ApiError> {
-    let mut entries = Vec::new();
-    for (key, value) in typed {
-        if let Some(value) = value.filter(|v| !v.is_null()) {
-            entries.push(typed_option(key, value)?);
-        }
-    }
-    for (key, value) in options.into_iter().flatten() {
-        if entries.iter().any(|e| e.key == *key) {
-            continue;
-        }
-        entries.push(typed_option(key, value)?);
-    }
-    Ok(entries)
-}
-
+/// The option-bearing fields of topic create and update bodies.
 #[derive(Deserialize)]
-struct CreateTopic {
-    name: String,
-    #[serde(default = "one")]
-    partitions_count: u32,
+struct TopicOptionsJson {
     #[serde(default)]
     compression_algorithm: Option<Value>,
     #[serde(default)]
@@ -233,6 +208,39 @@ struct CreateTopic {
     max_topic_size: Option<Value>,
     #[serde(default)]
     options: Option<BTreeMap<String, Value>>,
+}
+
+impl TopicOptionsJson {
+    /// The typed fields first (they win), then the string options.
+    fn entries(&self) -> Result<Vec<OptionEntry>, ApiError> {
+        let typed = [
+            ("compression_algorithm", &self.compression_algorithm),
+            ("message_expiry", &self.message_expiry),
+            ("max_topic_size", &self.max_topic_size),
+        ];
+        let mut entries = Vec::new();
+        for (key, value) in typed {
+            if let Some(value) = value.as_ref().filter(|v| !v.is_null()) {
+                entries.push(typed_option(key, value)?);
+            }
+        }
+        for (key, value) in self.options.iter().flatten() {
+            if entries.iter().any(|e| e.key == *key) {
+                continue;
+            }
+            entries.push(typed_option(key, value)?);
+        }
+        Ok(entries)
+    }
+}
+
+#[derive(Deserialize)]
+struct CreateTopic {
+    name: String,
+    #[serde(default = "one")]
+    partitions_count: u32,
+    #[serde(flatten)]
+    options: TopicOptionsJson,
 }
 
 fn one() -> u32 {
@@ -244,17 +252,7 @@ pub async fn create_topic(call: &HttpCall<'_>, stream: &str) -> Result<Reply, Ap
     if request.partitions_count > MAX_PARTITIONS_PER_REQUEST {
         return Err(ErrorCode::TooManyPartitions.into());
     }
-    let options = option_entries(
-        [
-            (
-                "compression_algorithm",
-                request.compression_algorithm.as_ref(),
-            ),
-            ("message_expiry", request.message_expiry.as_ref()),
-            ("max_topic_size", request.max_topic_size.as_ref()),
-        ],
-        request.options.as_ref(),
-    )?;
+    let options = request.options.entries()?;
     let outcome = call
         .commit(OpKind::CreateTopic {
             stream: ident(stream),
@@ -282,14 +280,8 @@ pub async fn create_topic(call: &HttpCall<'_>, stream: &str) -> Result<Reply, Ap
 #[derive(Deserialize)]
 struct UpdateTopic {
     name: String,
-    #[serde(default)]
-    compression_algorithm: Option<Value>,
-    #[serde(default)]
-    message_expiry: Option<Value>,
-    #[serde(default)]
-    max_topic_size: Option<Value>,
-    #[serde(default)]
-    options: Option<BTreeMap<String, Value>>,
+    #[serde(flatten)]
+    options: TopicOptionsJson,
 }
 
 pub async fn update_topic(
@@ -298,25 +290,14 @@ pub async fn update_topic(
     topic: &str,
 ) -> Result<Reply, ApiError> {
     let request: UpdateTopic = call.json()?;
-    let options = option_entries(
-        [
-            (
-                "compression_algorithm",
-                request.compression_algorithm.as_ref(),
-            ),
-            ("message_expiry", request.message_expiry.as_ref()),
-            ("max_topic_size", request.max_topic_size.as_ref()),
-        ],
-        request.options.as_ref(),
-    )?;
-    call.commit(OpKind::UpdateTopic {
+    let options = request.options.entries()?;
+    call.apply(OpKind::UpdateTopic {
         stream: ident(stream),
         topic: ident(topic),
         name: request.name,
         options,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn delete_topic(
@@ -324,12 +305,11 @@ pub async fn delete_topic(
     stream: &str,
     topic: &str,
 ) -> Result<Reply, ApiError> {
-    call.commit(OpKind::DeleteTopic {
+    call.apply(OpKind::DeleteTopic {
         stream: ident(stream),
         topic: ident(topic),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn purge_topic(
@@ -337,12 +317,11 @@ pub async fn purge_topic(
     stream: &str,
     topic: &str,
 ) -> Result<Reply, ApiError> {
-    call.commit(OpKind::PurgeTopic {
+    call.apply(OpKind::PurgeTopic {
         stream: ident(stream),
         topic: ident(topic),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 fn check_partitions_count(count: u32) -> Result<u32, ApiError> {
@@ -381,13 +360,12 @@ pub async fn delete_partitions(
     let count = call
         .param::<u32>("partitions_count")?
         .ok_or_else(|| ApiError::bad_request("partitions_count is required"))?;
-    call.commit(OpKind::DeletePartitions {
+    call.apply(OpKind::DeletePartitions {
         stream: ident(stream),
         topic: ident(topic),
         count: check_partitions_count(count)?,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn delete_segments(
@@ -400,14 +378,13 @@ pub async fn delete_segments(
     let count = call
         .param::<u32>("segments_count")?
         .ok_or_else(|| ApiError::bad_request("segments_count is required"))?;
-    call.commit(OpKind::DeleteSegments {
+    call.apply(OpKind::DeleteSegments {
         stream: ident(stream),
         topic: ident(topic),
         partition: PartitionId(partition),
         count,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 fn group_json(topic: &Topic, group: &ConsumerGroup, details: bool) -> Value {
@@ -498,11 +475,10 @@ pub async fn delete_group(
     topic: &str,
     group: &str,
 ) -> Result<Reply, ApiError> {
-    call.commit(OpKind::DeleteConsumerGroup {
+    call.apply(OpKind::DeleteConsumerGroup {
         stream: ident(stream),
         topic: ident(topic),
         group: ident(group),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }

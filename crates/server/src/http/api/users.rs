@@ -181,21 +181,19 @@ pub async fn update(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> 
     let request: UpdateUser = call.json()?;
     refuse_option_keys(request.options.as_ref())?;
     let status = request.status.as_deref().map(status_of).transpose()?;
-    call.commit(OpKind::UpdateUser {
+    call.apply(OpKind::UpdateUser {
         user: target(call, user),
         username: request.username,
         status,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub async fn delete(call: &HttpCall<'_>, user: &str) -> Result<Reply, ApiError> {
-    call.commit(OpKind::DeleteUser {
+    call.apply(OpKind::DeleteUser {
         user: target(call, user),
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 #[derive(Deserialize)]
@@ -213,8 +211,7 @@ pub async fn change_password(call: &HttpCall<'_>, user: &str) -> Result<Reply, A
         &request.current_password,
         &request.new_password,
     )?;
-    call.commit(kind).await?;
-    Ok(Reply::no_content())
+    call.apply(kind).await
 }
 
 #[derive(Deserialize)]
@@ -229,12 +226,11 @@ pub async fn update_permissions(call: &HttpCall<'_>, user: &str) -> Result<Reply
         .permissions
         .map(|p| p.into_permissions().map(|p| permissions_in(&p)))
         .transpose()?;
-    call.commit(OpKind::UpdatePermissions {
+    call.apply(OpKind::UpdatePermissions {
         user: target(call, user),
         permissions,
     })
-    .await?;
-    Ok(Reply::no_content())
+    .await
 }
 
 pub fn tokens(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
