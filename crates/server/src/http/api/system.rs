@@ -232,7 +232,7 @@ pub fn snapshot(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
     let bytes = crate::diagnostics::snapshot(&call.node().ctx, compression, &types)?;
     let name = format!(
         "iggy_snapshot_{}.zip",
-        crate::http::api::users::utc_stamp(crate::node::process_stats::now_us() / 1_000_000)
+        crate::http::json::utc_stamp(crate::node::process_stats::now_us() / 1_000_000)
     );
     Ok(Reply::Zip { name, bytes })
 }

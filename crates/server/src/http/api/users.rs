@@ -262,37 +262,3 @@ pub async fn delete_token(call: &HttpCall<'_>, name: String) -> Result<Reply, Ap
         .await?;
     Ok(Reply::no_content())
 }
-
-/// `YYYYMMDD_HHMMSS` (UTC) of a Unix time.
-pub fn utc_stamp(unix_secs: u64) -> String {
-    let days = (unix_secs / 86_400) as i64;
-    let secs = unix_secs % 86_400;
-    // Civil date from days since 1970-01-01 (Gregorian, proleptic).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}_{:02}{:02}{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc_stamp;
-
-    #[test]
-    fn stamps_are_utc_calendar_times() {
-        assert_eq!(utc_stamp(0), "19700101_000000");
-        assert_eq!(utc_stamp(1_767_225_600), "20260101_000000");
-        assert_eq!(utc_stamp(951_825_600 + 3661), "20000229_130101");
-    }
-}
