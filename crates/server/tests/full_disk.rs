@@ -1,7 +1,8 @@
 //! A full disk, for real: the data directory is a small tmpfs. Producing
-//! until it fills gets a clear error (4006) while reads keep working;
-//! nothing acknowledged is lost or corrupted; once space is freed writing
-//! resumes, and everything survives a restart.
+//! until it fills gets a clear error (4006) while reads keep working; a
+//! metadata write waits for space instead of failing; nothing acknowledged
+//! is lost or corrupted; once space is freed writing resumes, and everything
+//! survives a restart.
 //!
 //! Mounting needs CAP_SYS_ADMIN (root, as on the CI machines). Where it is
 //! not available the test says so and stops; the same stall-and-resume
@@ -124,7 +125,28 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_freed() {
     assert!(acknowledged > 0);
     read_all(&client, acknowledged).await;
 
+    // Top the disk off completely: a metadata write now waits for space
+    // instead of failing or stopping the server.
+    let rest = workdir.data().join("rest");
+    let _ = std::fs::write(&rest, vec![0u8; fs_free_bytes(&workdir.data()) as usize]);
+    let admin = root_client(server.tcp()).await;
+    // Enough operations to outgrow the journal's last page.
+    let create = tokio::spawn(async move {
+        for i in 0..200 {
+            admin.create_stream(&format!("while-full-{i}")).await?;
+        }
+        Ok::<_, IggyError>(())
+    });
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(!create.is_finished(), "metadata writes wait for space");
+    let _ = std::fs::remove_file(&rest);
     std::fs::remove_file(&filler).unwrap();
+    create
+        .await
+        .unwrap()
+        .expect("the streams are created once space is freed");
+    assert_eq!(client.get_streams().await.unwrap().len(), 201);
+
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut messages = batch(acknowledged, 10);

@@ -65,3 +65,11 @@ pub(crate) fn io_error(
         source,
     }
 }
+
+/// Whether an I/O error means the disk (or the quota) is full: such a write
+/// can be retried once space is freed, unlike other write failures.
+pub fn is_disk_full(error: &std::io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    matches!(error.raw_os_error(), Some(ENOSPC | EDQUOT))
+}

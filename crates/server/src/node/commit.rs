@@ -4,14 +4,20 @@
 //! each operation to shard 0's replica (a rejection changes nothing and is
 //! answered at once), appends the durable ones to the journal, syncs the
 //! journal once for the whole drained batch (group commit), then numbers,
-//! broadcasts and answers them in order. A journal that cannot be written or
-//! synced stops the process: metadata acknowledged without being durable
-//! would be a lie, and there is no safe way to continue.
+//! broadcasts and answers them in order. On a full disk the journal keeps
+//! its entries and the committer retries every second, so metadata writes
+//! wait (and nothing is acknowledged) until space is freed; any other
+//! journal failure stops the process: metadata acknowledged without being
+//! durable would be a lie, and there is no safe way to continue.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a journal sync is retried on a full disk.
+const NO_SPACE_RETRY: Duration = Duration::from_secs(1);
 
 use crossfire::oneshot::{RxOneshot, TxOneshot, oneshot};
 use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, OpKind};
@@ -183,6 +189,9 @@ impl Committer {
                 self.snapshot_sequence.set(sequence);
                 tracing::info!(sequence, "metadata snapshot written; journal compacted");
             }
+            Err(storage::StorageError::NoSpace { .. }) => {
+                tracing::warn!("no space for a metadata snapshot; the journal keeps growing");
+            }
             Err(e) => fatal(&format!("cannot write the metadata snapshot: {e}")),
         }
     }
@@ -196,8 +205,26 @@ impl Committer {
     }
 
     async fn sync(&self) {
-        if let Err(e) = self.journal.sync().await {
-            fatal(&format!("cannot sync the metadata journal: {e}"));
+        let mut warned = false;
+        loop {
+            match self.journal.sync().await {
+                Ok(()) => {
+                    if warned {
+                        tracing::info!("space is available again; metadata writes resume");
+                    }
+                    return;
+                }
+                Err(storage::StorageError::NoSpace { .. }) => {
+                    if !warned {
+                        tracing::error!(
+                            "the disk is full: metadata writes wait until space is freed"
+                        );
+                        warned = true;
+                    }
+                    compio::time::sleep(NO_SPACE_RETRY).await;
+                }
+                Err(e) => fatal(&format!("cannot sync the metadata journal: {e}")),
+            }
         }
     }
 }

@@ -176,6 +176,19 @@ impl<S: Storage> Journal<S> {
         }
     }
 
+    /// A whole-file rewrite (snapshot, compaction) that failed: on a full
+    /// disk nothing changed (the rewrite is atomic) and it can be retried;
+    /// anything else poisons.
+    fn failed_write(&self, operation: &str, error: io::Error) -> StorageError {
+        if crate::error::is_disk_full(&error) {
+            StorageError::NoSpace {
+                dir: self.inner.dir.clone(),
+            }
+        } else {
+            self.poison(operation, error)
+        }
+    }
+
     fn poison(&self, operation: &str, error: io::Error) -> StorageError {
         let cause = format!("{operation} on {} failed: {error}", self.path().display());
         let mut state = self.inner.state.borrow_mut();
@@ -271,8 +284,20 @@ impl<S: Storage> Journal<S> {
             return Ok(());
         }
         let len = bytes.len() as u64;
-        let BufResult(written, _) = file.write_all_at(bytes, end).await;
-        written.map_err(|error| self.poison("write", error))?;
+        let BufResult(written, bytes) = file.write_all_at(bytes, end).await;
+        if let Err(error) = written {
+            if !crate::error::is_disk_full(&error) {
+                return Err(self.poison("write", error));
+            }
+            // A full disk: keep the entries and write them again, at the
+            // same position, on the next sync.
+            let mut state = self.inner.state.borrow_mut();
+            let newer = std::mem::replace(&mut state.pending, bytes);
+            state.pending.extend_from_slice(&newer);
+            return Err(StorageError::NoSpace {
+                dir: self.inner.dir.clone(),
+            });
+        }
         let mut state = self.inner.state.borrow_mut();
         state.end = end + len;
         state.written_sequence = last;
@@ -290,7 +315,7 @@ impl<S: Storage> Journal<S> {
         let bytes = format::encode_snapshot(sequence, &payload);
         write_atomically(storage, &snapshot_path, bytes)
             .await
-            .map_err(|error| self.poison("snapshot write", error))?;
+            .map_err(|error| self.failed_write("snapshot write", error))?;
         self.compact_locked(sequence).await
     }
 
@@ -318,7 +343,7 @@ impl<S: Storage> Journal<S> {
         let kept_len = kept.len() as u64;
         write_atomically(&self.inner.storage, &path, kept)
             .await
-            .map_err(|error| self.poison("compaction write", error))?;
+            .map_err(|error| self.failed_write("compaction write", error))?;
         let new_file = self
             .inner
             .storage

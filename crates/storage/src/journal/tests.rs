@@ -214,3 +214,27 @@ async fn given_crash_after_nth_sync_when_reopening_should_keep_every_durable_rec
         );
     }
 }
+
+#[compio::test]
+async fn given_full_disk_when_syncing_should_keep_the_records_and_succeed_once_freed() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    journal.append(&payload(1)).unwrap();
+    journal.sync().await.unwrap();
+    journal.append(&payload(2)).unwrap();
+    storage.set_faults(SimFaults {
+        no_space: true,
+        ..SimFaults::default()
+    });
+    let error = journal.sync().await.unwrap_err();
+    assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
+    let snapshot = journal.write_snapshot(1, b"state".to_vec()).await;
+    assert!(matches!(snapshot, Err(StorageError::NoSpace { .. })));
+    journal.append(&payload(3)).unwrap();
+    storage.set_faults(SimFaults::default());
+    journal.sync().await.unwrap();
+    let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3], "nothing lost, nothing doubled");
+    assert_eq!(recovery.records[1].payload, payload(2));
+}

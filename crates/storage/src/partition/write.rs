@@ -303,9 +303,7 @@ impl<S: Storage> PartitionLog<S> {
         path: &Path,
         error: io::Error,
     ) -> StorageError {
-        const ENOSPC: i32 = 28;
-        const EDQUOT: i32 = 122;
-        if !matches!(error.raw_os_error(), Some(ENOSPC | EDQUOT)) {
+        if !crate::error::is_disk_full(&error) {
             return self.poison(operation, path, error);
         }
         let mut state = self.state_mut();

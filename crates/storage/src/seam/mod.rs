@@ -85,7 +85,13 @@ pub async fn write_atomically<S: Storage>(
     let tmp = Path::new(&tmp_name);
     let file = storage.create(tmp).await?;
     let BufResult(written, _) = file.write_all_at(bytes, 0).await;
-    written?;
+    if let Err(error) = written {
+        // Leave no partial temporary behind (it would hold space on a
+        // full disk); the target is untouched.
+        drop(file);
+        let _ = storage.remove_file(tmp).await;
+        return Err(error);
+    }
     file.sync_data().await?;
     drop(file);
     storage.rename(tmp, path).await?;
