@@ -251,7 +251,10 @@ pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
     match poll_partition(call.node(), caller, &request).await {
         Ok(body) => {
             let metrics = &call.node().ctx.metrics;
-            metrics.messages_out(u64::from(body.messages), body.byte_len() as u64);
+            metrics.messages_out(
+                u64::from(body.header.messages_count),
+                body.byte_len() as u64,
+            );
             metrics.observe_poll(started.elapsed());
             call.ok_parts(body.byte_len(), body.into_parts())
         }
@@ -329,9 +332,8 @@ pub async fn poll_partition(
 /// An empty poll telling a group member to re-read its assignment.
 fn stale_assignment() -> PolledBody {
     PolledBody {
-        header: PollReplyHeader::stale_assignment(0).to_bytes(),
+        header: PollReplyHeader::stale_assignment(0),
         records: Vec::new(),
-        messages: 0,
     }
 }
 

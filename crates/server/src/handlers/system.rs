@@ -46,6 +46,26 @@ pub fn stats(call: &Call<'_>) -> Reply {
     call.ok(&out)
 }
 
+/// Topics, partitions and consumer groups across every stream.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EntityCounts {
+    pub topics: u32,
+    pub partitions: u32,
+    pub groups: u32,
+}
+
+impl EntityCounts {
+    pub fn of(metadata: &engine::metadata::MetadataState) -> Self {
+        let mut counts = Self::default();
+        for topic in metadata.streams().flat_map(|s| s.topics()) {
+            counts.topics += 1;
+            counts.partitions += topic.partitions_count();
+            counts.groups += topic.groups_count() as u32;
+        }
+        counts
+    }
+}
+
 /// Gathers the server's figures and hands them to `f` (the record borrows
 /// the host strings, so it cannot be returned).
 pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
@@ -54,14 +74,7 @@ pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
     let run_time_us = now_us().saturating_sub(ctx.started_at_us);
     let host = process_stats::collect(&ctx.data_path, run_time_us);
     let (totals, segments) = ctx.partition_stats.totals();
-    let (mut topics, mut partitions, mut groups) = (0u32, 0u32, 0u32);
-    for stream in metadata.streams() {
-        for topic in stream.topics() {
-            topics += 1;
-            partitions += topic.partitions_count();
-            groups += topic.groups_count() as u32;
-        }
-    }
+    let counts = EntityCounts::of(&metadata);
     let version = env!("CARGO_PKG_VERSION");
     f(&Stats {
         process_id: host.process_id,
@@ -76,12 +89,12 @@ pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
         written_bytes: host.written_bytes,
         messages_size_bytes: totals.size_bytes,
         streams_count: metadata.streams_count() as u32,
-        topics_count: topics,
-        partitions_count: partitions,
+        topics_count: counts.topics,
+        partitions_count: counts.partitions,
         segments_count: segments as u32,
         messages_count: totals.messages_count,
         clients_count: ctx.clients.count() as u32,
-        consumer_groups_count: groups,
+        consumer_groups_count: counts.groups,
         hostname: &host.hostname,
         os_name: &host.os_name,
         os_version: &host.os_version,

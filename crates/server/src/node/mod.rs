@@ -342,16 +342,8 @@ impl Node {
     }
 
     pub async fn verify_token(&self, raw: &str) -> Result<u32, LoginFailure> {
-        let hash = token::hash_token(raw);
-        let now = process_stats::now_us();
-        let metadata = self.metadata();
-        let Some(found) = metadata.find_token_by_hash(&hash) else {
-            return Err(LoginFailure::InvalidToken);
-        };
-        if found.expires_at_us.is_some_and(|at| at <= now) {
-            return Err(LoginFailure::InvalidToken);
-        }
-        match metadata.user(found.user_id) {
+        let owner = self.token_user(raw).ok_or(LoginFailure::InvalidToken)?;
+        match self.metadata().user(UserId(owner)) {
             Some(user) if user.is_active() => Ok(user.id.0),
             Some(_) => Err(LoginFailure::UserInactive),
             None => Err(LoginFailure::InvalidToken),

@@ -99,15 +99,14 @@ pub enum PartitionReply {
 /// shards by reference count.
 #[derive(Debug, Clone)]
 pub struct PolledBody {
-    pub header: [u8; PollReplyHeader::SIZE],
+    pub header: PollReplyHeader,
     pub records: Vec<([u8; BATCH_HEADER_SIZE], bytes::Bytes)>,
-    pub messages: u32,
 }
 
 impl PolledBody {
     /// The body's length in bytes.
     pub fn byte_len(&self) -> usize {
-        self.header.len()
+        PollReplyHeader::SIZE
             + self
                 .records
                 .iter()
@@ -117,7 +116,7 @@ impl PolledBody {
 
     /// The body as parts to write in order.
     pub fn into_parts(self) -> impl Iterator<Item = bytes::Bytes> {
-        std::iter::once(bytes::Bytes::copy_from_slice(&self.header)).chain(
+        std::iter::once(bytes::Bytes::copy_from_slice(&self.header.to_bytes())).chain(
             self.records
                 .into_iter()
                 .flat_map(|(header, frames)| [bytes::Bytes::copy_from_slice(&header), frames]),
@@ -379,13 +378,11 @@ impl OwnedPartition {
                 partition_id: self.partition_id,
                 current_offset,
                 messages_count: messages,
-            }
-            .to_bytes(),
+            },
             records: records
                 .iter()
                 .map(|r| (r.header, r.bytes.slice(r.frames.clone())))
                 .collect(),
-            messages,
         };
         if consumer.0 == ConsumerKind::ConsumerGroup
             && let Some(last) = records

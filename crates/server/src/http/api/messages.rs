@@ -198,18 +198,8 @@ struct PolledHeader {
     reserved: u64,
 }
 
-fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
-}
-
 /// A poll reply body (header, then batch records) as JSON.
 fn render_poll(body: &PolledBody) -> Option<Polled> {
-    let partition_id = le_u32(&body.header, 0)?;
-    let current_offset = le_u64(&body.header, 4)?;
     let mut messages = Vec::new();
     for (batch, frames) in &body.records {
         let header = BatchHeader::read(batch).ok()?;
@@ -233,8 +223,8 @@ fn render_poll(body: &PolledBody) -> Option<Polled> {
         }
     }
     Some(Polled {
-        partition_id,
-        current_offset,
+        partition_id: body.header.partition_id,
+        current_offset: body.header.current_offset,
         count: messages.len() as u32,
         messages,
     })

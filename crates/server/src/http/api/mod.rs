@@ -44,14 +44,8 @@ impl HttpCall<'_> {
 
     /// The JSON body as `T`: 400 for bad syntax, 422 for a wrong shape.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
-        serde_json::from_slice(self.body).map_err(|e| {
-            let status = if e.is_data() {
-                StatusCode::UNPROCESSABLE_ENTITY
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            ApiError::http(status, "invalid_json", format!("invalid request body: {e}"))
-        })
+        serde_json::from_slice(self.body)
+            .map_err(|e| protocol::http_json::BodyError::from(e).into())
     }
 
     /// One query parameter, parsed; absent gives `None`.
@@ -194,7 +188,7 @@ pub async fn run(call: HttpCall<'_>, route: Route) -> Result<Reply, ApiError> {
         R::Login => users::login(&call).await,
         R::RefreshToken => users::refresh(&call),
         R::Logout => Ok(Reply::no_content()),
-        R::TokenLogin => users::token_login(&call),
+        R::TokenLogin => users::token_login(&call).await,
         R::Users => users::list(&call),
         R::CreateUser => users::create(&call).await,
         R::User(u) => users::get(&call, &u),

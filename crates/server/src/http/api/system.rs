@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{HttpCall, Reply, number};
 use crate::handlers::system::{
-    with_client_info, with_cluster_node, with_option_descriptors, with_stats,
+    EntityCounts, with_client_info, with_cluster_node, with_option_descriptors, with_stats,
 };
 use crate::http::error::ApiError;
 use crate::http::json::byte_size;
@@ -70,20 +70,16 @@ pub fn metrics(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
     let node = call.node();
     let metadata = node.metadata();
     let (totals, segments) = node.ctx.partition_stats.totals();
-    let mut gauges = Gauges {
+    let counts = EntityCounts::of(&metadata);
+    let gauges = Gauges {
         streams: metadata.streams_count() as u64,
+        topics: u64::from(counts.topics),
+        partitions: u64::from(counts.partitions),
         users: metadata.users().count() as u64,
         clients: node.ctx.clients.count() as u64,
         segments,
         messages: totals.messages_count,
-        ..Gauges::default()
     };
-    for stream in metadata.streams() {
-        for topic in stream.topics() {
-            gauges.topics += 1;
-            gauges.partitions += u64::from(topic.partitions_count());
-        }
-    }
     Ok(Reply::Metrics(node.ctx.metrics.render(&gauges)))
 }
 
@@ -163,17 +159,6 @@ pub fn client(call: &HttpCall<'_>, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::json(&value))
 }
 
-fn kind_name(kind: u8) -> &'static str {
-    const NAMES: [&str; 15] = [
-        "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
-        "uint32", "uint64", "uint128", "float32", "float64",
-    ];
-    NAMES
-        .get(usize::from(kind).wrapping_sub(1))
-        .copied()
-        .unwrap_or("raw")
-}
-
 pub fn options(_call: &HttpCall<'_>, scope: &str) -> Result<Reply, ApiError> {
     let scope = match scope {
         "topic" => OptionsScope::Topic,
@@ -187,7 +172,7 @@ pub fn options(_call: &HttpCall<'_>, scope: &str) -> Result<Reply, ApiError> {
             .map(|d| {
                 json!({
                     "key": d.key,
-                    "kind": kind_name(d.kind),
+                    "kind": protocol::http_json::header_kind_name(d.kind),
                     "default_value": d.default_value,
                     "description": d.description,
                 })

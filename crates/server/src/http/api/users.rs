@@ -51,20 +51,13 @@ pub async fn login(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
     Ok(Reply::json(&call.app.settings.auth.issue(user, now_secs())))
 }
 
-pub fn token_login(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
+pub async fn token_login(call: &HttpCall<'_>) -> Result<Reply, ApiError> {
     let raw: RawToken = call.json()?;
     let user = call
         .node()
-        .token_user(&raw.token)
-        .ok_or(ApiError::iggy(ErrorCode::InvalidPersonalAccessToken))?;
-    let active = call
-        .node()
-        .metadata()
-        .user(engine::metadata::UserId(user))
-        .is_some_and(User::is_active);
-    if !active {
-        return Err(ErrorCode::UserInactive.into());
-    }
+        .verify_token(&raw.token)
+        .await
+        .map_err(login_failure)?;
     Ok(Reply::json(&call.app.settings.auth.issue(user, now_secs())))
 }
 
