@@ -154,6 +154,7 @@ fn shard_options(
             max_tokens_per_user: config.personal_access_token.max_tokens_per_user,
             clients_table_max: config.metadata.clients_table_max as usize,
             validate_checksum_on_read: config.system.partition.validate_checksum,
+            direct_io: config.system.partition.direct_io,
             cleaner_interval: config
                 .data_maintenance
                 .messages
@@ -183,6 +184,7 @@ fn shard_options(
             .unwrap_or(usize::MAX),
         drain_timeout: Duration::from(sharding.shutdown_drain_timeout),
         join_timeout: Duration::from(sharding.shutdown_join_timeout),
+        idle_spin: Duration::from(sharding.idle_spin),
     })
 }
 

@@ -191,6 +191,9 @@ impl Node {
             messages_required_to_save: u64::from(options.messages_required_to_save),
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
+            // Every batch is fsynced: bypassing the page cache makes the
+            // fsync cheap (see storage's `partition::direct`).
+            direct_io: self.ctx.limits.direct_io && options.durability == Durability::Persisted,
             ..LogOptions::default()
         };
         let (log, report) = PartitionLog::open(RealStorage, &dir, log_options).await?;

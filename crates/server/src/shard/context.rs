@@ -69,6 +69,8 @@ pub struct Limits {
     pub max_tokens_per_user: u32,
     pub clients_table_max: usize,
     pub validate_checksum_on_read: bool,
+    /// `system.partition.direct_io`.
+    pub direct_io: bool,
     /// Period of the segment cleaner; `None` when it is disabled.
     pub cleaner_interval: Option<Duration>,
     /// Period of the expired-token cleaner; `None` when it is disabled.

@@ -13,6 +13,7 @@
 //! threads within the configured deadline.
 
 mod context;
+mod event_loop;
 pub mod ownership;
 pub mod plan;
 
@@ -47,6 +48,8 @@ pub struct ShardOptions {
     pub frame_max_bytes: usize,
     pub drain_timeout: Duration,
     pub join_timeout: Duration,
+    /// `system.sharding.idle_spin` (see `event_loop`).
+    pub idle_spin: Duration,
 }
 
 enum Ready {
@@ -71,6 +74,7 @@ struct ShardStart {
     /// Shard 0 only: the listeners and the journal.
     listeners: Option<Listeners>,
     journal_path: Option<PathBuf>,
+    idle_spin: Duration,
 }
 
 impl ShardSet {
@@ -100,6 +104,7 @@ impl ShardSet {
                 commit: options.metadata_commit,
                 listeners: if first { listeners.take() } else { None },
                 journal_path: first.then(|| options.journal_path.clone()),
+                idle_spin: options.idle_spin,
             };
             let id = start.spec.id;
             let handle = std::thread::Builder::new()
@@ -196,7 +201,8 @@ fn run_thread(start: ShardStart) {
     };
     let id = start.spec.id;
     info!(shard = id, cpu = ?start.spec.cpu, driver = ?runtime.driver_type(), "shard started");
-    runtime.block_on(shard_main(start));
+    let spin = start.idle_spin;
+    event_loop::block_on(&runtime, shard_main(start), spin);
     info!(shard = id, "shard stopped");
 }
 
@@ -210,6 +216,7 @@ async fn shard_main(start: ShardStart) {
         commit,
         listeners,
         journal_path,
+        idle_spin: _,
     } = start;
     let committer = match journal_path {
         Some(path) => match Committer::open(&path).await {
@@ -255,7 +262,10 @@ async fn shard_main(start: ShardStart) {
                 shard.node.apply_committed(&op, commit).await;
                 applied.send(());
             }
-            ShardMessage::Partition(call) => shard.node.serve_partition_call(call),
+            ShardMessage::Partition(call) => {
+                event_loop::note_activity();
+                shard.node.serve_partition_call(call)
+            }
         }
     }
     shard.drain().await;
@@ -290,6 +300,7 @@ impl Shard {
     /// Counts a request being executed until the guard drops; shutdown waits
     /// for these (bounded by the drain timeout), not for idle connections.
     pub fn request_guard(&self) -> CountGuard {
+        event_loop::note_activity();
         CountGuard::new(&self.requests_in_flight)
     }
 

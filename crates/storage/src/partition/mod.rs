@@ -14,6 +14,7 @@
 //! `RefCell` borrow is held across an `.await`. The log is a cheap `Rc`
 //! handle: clones share one log on one thread.
 
+mod direct;
 mod frontier;
 mod index;
 mod read;
@@ -33,6 +34,7 @@ use std::rc::Rc;
 
 use protocol::batch::{BATCH_HEADER_SIZE, Verify, stamp_record, validate_record};
 
+pub use direct::DIRECT_IO_ALIGN;
 pub use frontier::{DEFAULT_OFFSET_RESERVATION, FRONTIER_FILE_NAME};
 pub use index::{INDEX_ENTRY_SIZE, IndexEntry, segment_file_name};
 pub use recovery::{RecoveryReport, TruncatedTail};
@@ -64,6 +66,8 @@ pub struct LogOptions {
     pub cache_size_bytes: u64,
     /// Offsets reserved durably ahead of use (see `frontier`).
     pub offset_reservation: u64,
+    /// Write the active segment with direct I/O (see `direct`).
+    pub direct_io: bool,
 }
 
 impl Default for LogOptions {
@@ -76,6 +80,7 @@ impl Default for LogOptions {
             validate_checksum_on_read: false,
             cache_size_bytes: DEFAULT_CACHE_SIZE_BYTES,
             offset_reservation: DEFAULT_OFFSET_RESERVATION,
+            direct_io: false,
         }
     }
 }

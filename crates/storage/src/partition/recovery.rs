@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Verify, validate_record};
 
+use super::direct::{self, DIRECT_IO_ALIGN};
 use super::index::{
     INDEX_ENTRY_SIZE, INDEX_EXTENSION, IndexEntry, LOG_EXTENSION, MEMORY_INDEX_GAP_BYTES,
     parse_log_file_name, push_sparse, segment_path,
@@ -162,6 +163,11 @@ pub(super) async fn open<S: Storage>(
         .iter_mut()
         .enumerate()
         .for_each(|(i, s)| s.sealed = i < active);
+    if options.direct_io
+        && let Some(active) = segments.last_mut()
+    {
+        active.direct = direct::open_writer(&storage, active).await?;
+    }
     make_durable(&storage, dir, &segments).await?;
     let reserved = next_offset + options.offset_reservation;
     frontier::store(&storage, dir, reserved).await?;
@@ -252,7 +258,12 @@ async fn recover_segment<S: Storage>(
         ..Default::default()
     };
     scan_segment(&log, &log_path, len, start, &mut scan).await?;
-    if scan.valid_end < len {
+    if is_direct_padding(&log, &log_path, scan.valid_end, len).await? {
+        tracing::debug!(file = %log_path.display(), bytes = len - scan.valid_end, "dropping direct-I/O padding");
+        log.set_len(scan.valid_end)
+            .await
+            .map_err(io_error("truncate padding", &log_path))?;
+    } else if scan.valid_end < len {
         let reason = scan.torn_reason.clone().unwrap_or_default();
         tracing::warn!(file = %log_path.display(), position = scan.valid_end, dropped = len - scan.valid_end, %reason, "truncating torn tail");
         log.set_len(scan.valid_end)
@@ -414,6 +425,14 @@ async fn unreadable_header<F: StorageFile>(
     if rest_is_zero(file, path, here, len).await? {
         return torn(scan, here, "zero-filled tail");
     }
+    // A direct write rewrites the zero-padded last block together with the
+    // blocks after it (see `direct`); a power loss may keep the later
+    // blocks but not the rewrite. Zeros from a record boundary to the next
+    // block boundary therefore start an unsynced tail, not corruption.
+    let block_end = here.next_multiple_of(DIRECT_IO_ALIGN).min(len);
+    if !here.is_multiple_of(DIRECT_IO_ALIGN) && rest_is_zero(file, path, here, block_end).await? {
+        return torn(scan, here, "zero padding followed by an unsynced write");
+    }
     Err(StorageError::Corrupt {
         file: path.to_path_buf(),
         position: here,
@@ -438,6 +457,19 @@ async fn invalid_record<F: StorageFile>(
         position: here,
         reason: format!("{reason}; valid data follows"),
     })
+}
+
+/// The bytes after the last record are the zero padding of a direct write
+/// (see `direct`): fewer than one block, all zeros, up to a block boundary.
+async fn is_direct_padding<F: StorageFile>(
+    file: &F,
+    path: &Path,
+    valid_end: u64,
+    len: u64,
+) -> Result<bool> {
+    let padding =
+        valid_end < len && len.is_multiple_of(DIRECT_IO_ALIGN) && len - valid_end < DIRECT_IO_ALIGN;
+    Ok(padding && rest_is_zero(file, path, valid_end, len).await?)
 }
 
 async fn rest_is_zero<F: StorageFile>(

@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use super::direct::DirectWriter;
 use super::index::{IndexEntry, push_sparse};
 use crate::seam::MAX_IOVECS;
 
@@ -34,7 +35,10 @@ pub struct Segment<F> {
     pub sealed: bool,
     /// Bytes were written since the last fsync of the `.log` file.
     pub unsynced: bool,
+    /// Reads, and writes unless `direct` is set.
     pub log: Rc<F>,
+    /// The direct-I/O write handle of the active segment, if enabled.
+    pub direct: Option<DirectWriter<F>>,
     pub index_file: Rc<F>,
     pub log_path: PathBuf,
 }
@@ -54,6 +58,7 @@ impl<F> Segment<F> {
             sealed: false,
             unsynced: false,
             log,
+            direct: None,
             index_file,
             log_path,
         }

@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 use compio::BufResult;
 
+use super::direct::{self, AlignedWrite, DIRECT_IO_ALIGN};
 use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
 use super::state::Segment;
 use super::{PartitionLog, frontier};
@@ -142,7 +143,7 @@ impl<S: Storage> PartitionLog<S> {
     pub(super) async fn flush_locked(&self) -> Result<()> {
         loop {
             self.check_writable()?;
-            let (mut chunk, log, log_path) = {
+            let (mut chunk, log, direct, log_path) = {
                 let state = self.state();
                 let Some(chunk) = state.plan_flush_chunk(self.inner.options.segment_size_bytes)
                 else {
@@ -150,20 +151,52 @@ impl<S: Storage> PartitionLog<S> {
                 };
                 let active = state.active();
                 assert!(!active.sealed, "the active segment is never sealed");
-                (chunk, Rc::clone(&active.log), active.log_path.clone())
+                let direct = active.direct.as_ref().map(|writer| {
+                    let planned = direct::plan_write(chunk.position, &writer.tail, &chunk.buffers);
+                    (Rc::clone(&writer.file), planned)
+                });
+                (
+                    chunk,
+                    Rc::clone(&active.log),
+                    direct,
+                    active.log_path.clone(),
+                )
             };
-            let buffers = std::mem::take(&mut chunk.buffers);
-            let BufResult(written, buffers) =
-                log.write_vectored_all_at(buffers, chunk.position).await;
-            chunk.buffers = buffers;
+            let written = match direct {
+                Some((file, planned)) => {
+                    let BufResult(written, buffer) =
+                        file.write_all_at(planned.buffer, planned.position).await;
+                    if written.is_ok() {
+                        let tail = AlignedWrite::next_tail(buffer, planned.data_len);
+                        if let Some(writer) = self.state_mut().active_mut().direct.as_mut() {
+                            writer.tail = tail;
+                        }
+                    }
+                    written
+                }
+                None => {
+                    let buffers = std::mem::take(&mut chunk.buffers);
+                    let BufResult(written, buffers) =
+                        log.write_vectored_all_at(buffers, chunk.position).await;
+                    chunk.buffers = buffers;
+                    written
+                }
+            };
             // A full disk stalls the log instead of poisoning it: the chunk
             // stays unflushed and is written again, at the same position,
             // once a later flush finds space.
             written.map_err(|error| self.write_failed("segment write", &log_path, error))?;
             self.clear_no_space();
             let rolls = chunk.rolls;
-            self.state_mut()
-                .apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
+            {
+                let mut state = self.state_mut();
+                state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
+                let active = state.active_mut();
+                // A direct write is synchronous (O_DSYNC): already durable.
+                if active.direct.is_some() {
+                    active.unsynced = false;
+                }
+            }
             self.write_index_locked(rolls).await?;
             if rolls {
                 self.roll_locked(chunk.last_offset + 1).await?;
@@ -212,6 +245,7 @@ impl<S: Storage> PartitionLog<S> {
 
     /// Seals the active segment and starts a new one at `start_offset`.
     pub(super) async fn roll_locked(&self, start_offset: u64) -> Result<()> {
+        self.trim_padding_locked().await?;
         let segment = self.create_segment(start_offset).await?;
         let mut state = self.state_mut();
         let active = state.active_mut();
@@ -222,6 +256,32 @@ impl<S: Storage> PartitionLog<S> {
         active.sealed = true;
         state.segments.push(segment);
         state.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Ends direct writes to the active segment and cuts the zero padding
+    /// after its last record (see `direct`), so a sealed or cleanly closed
+    /// segment ends exactly at its last record.
+    async fn trim_padding_locked(&self) -> Result<()> {
+        let trim = {
+            let mut state = self.state_mut();
+            let active = state.active_mut();
+            let writer = active.direct.take();
+            (writer.is_some() && !active.size_bytes.is_multiple_of(DIRECT_IO_ALIGN)).then(|| {
+                (
+                    Rc::clone(&active.log),
+                    active.size_bytes,
+                    active.log_path.clone(),
+                )
+            })
+        };
+        if let Some((log, size, path)) = trim {
+            log.set_len(size)
+                .await
+                .map_err(|error| self.poison("segment padding trim", &path, error))?;
+            // The new length becomes durable with the next sync.
+            self.state_mut().active_mut().unsynced = true;
+        }
         Ok(())
     }
 
@@ -238,12 +298,11 @@ impl<S: Storage> PartitionLog<S> {
             .create(&index_path)
             .await
             .map_err(|error| self.poison("index create", &index_path, error))?;
-        Ok(Segment::new(
-            start_offset,
-            Rc::new(log),
-            Rc::new(index),
-            log_path,
-        ))
+        let mut segment = Segment::new(start_offset, Rc::new(log), Rc::new(index), log_path);
+        if self.inner.options.direct_io {
+            segment.direct = direct::open_writer(storage, &segment).await?;
+        }
+        Ok(segment)
     }
 
     /// Fsyncs every segment written since the last sync, oldest first, then
@@ -288,6 +347,7 @@ impl<S: Storage> PartitionLog<S> {
         let _io = self.inner.io.lock().await;
         self.flush_locked().await?;
         self.write_index_locked(true).await?;
+        self.trim_padding_locked().await?;
         self.sync_locked().await?;
         let next_offset = self.state().next_offset;
         self.state_mut().closed = true;

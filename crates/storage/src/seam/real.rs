@@ -31,6 +31,23 @@ impl Storage for RealStorage {
         Ok(RealFile { file })
     }
 
+    async fn open_direct(&self, path: &Path) -> io::Result<RealFile> {
+        let opened = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+            .open(path)
+            .await;
+        match opened {
+            Ok(file) => Ok(RealFile { file }),
+            // open(2) reports a filesystem without O_DIRECT as EINVAL.
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("no direct I/O on this filesystem: {error}"),
+            )),
+            Err(error) => Err(error),
+        }
+    }
+
     async fn create(&self, path: &Path) -> io::Result<RealFile> {
         let file = OpenOptions::new()
             .read(true)

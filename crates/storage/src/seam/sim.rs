@@ -85,6 +85,9 @@ pub struct SimStorage {
 pub struct SimFile {
     fs: Rc<RefCell<SimFs>>,
     inode: InodeId,
+    /// Opened with [`Storage::open_direct`]: writes must be aligned, as
+    /// `O_DIRECT` demands (a misaligned one panics: it is a bug).
+    direct: bool,
 }
 
 fn crashed_error() -> io::Error {
@@ -324,6 +327,7 @@ impl SimStorage {
         SimFile {
             fs: Rc::clone(&self.fs),
             inode,
+            direct: false,
         }
     }
 }
@@ -336,6 +340,12 @@ impl Storage for SimStorage {
         fs.check_alive()?;
         let id = *fs.volatile_names.get(path).ok_or_else(|| not_found(path))?;
         Ok(self.file(id))
+    }
+
+    async fn open_direct(&self, path: &Path) -> io::Result<SimFile> {
+        let mut file = self.open(path).await?;
+        file.direct = true;
+        Ok(file)
     }
 
     async fn create(&self, path: &Path) -> io::Result<SimFile> {
@@ -448,6 +458,30 @@ impl Storage for SimStorage {
     }
 }
 
+impl SimFile {
+    fn sync_inode(&self) -> io::Result<()> {
+        let mut fs = self.fs.borrow_mut();
+        fs.before_sync()?;
+        let inode = fs.inodes.get_mut(&self.inode).ok_or_else(crashed_error)?;
+        inode.durable = inode.volatile.clone();
+        fs.after_sync();
+        Ok(())
+    }
+
+    fn check_direct_alignment(&self, bytes: &[u8], pos: u64) {
+        let align = crate::partition::DIRECT_IO_ALIGN;
+        if self.direct {
+            assert!(
+                pos.is_multiple_of(align)
+                    && (bytes.len() as u64).is_multiple_of(align)
+                    && (bytes.as_ptr() as u64).is_multiple_of(align),
+                "misaligned direct write: {} bytes at {pos}",
+                bytes.len()
+            );
+        }
+    }
+}
+
 impl StorageFile for SimFile {
     async fn read_exact_at(&self, len: usize, pos: u64) -> io::Result<Vec<u8>> {
         let fs = self.fs.borrow();
@@ -470,13 +504,22 @@ impl StorageFile for SimFile {
     }
 
     async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> BufResult<(), B> {
+        self.check_direct_alignment(buf.as_init(), pos);
         yield_now().await;
         let result = self.fs.borrow_mut().write(self.inode, buf.as_init(), pos);
-        BufResult(result, buf)
+        if result.is_err() || !self.direct {
+            return BufResult(result, buf);
+        }
+        // O_DSYNC: the completed write is durable.
+        BufResult(self.sync_inode(), buf)
     }
 
     async fn write_vectored_all_at<B: IoVectoredBuf>(&self, bufs: B, pos: u64) -> BufResult<(), B> {
         yield_now().await;
+        assert!(
+            !self.direct,
+            "direct writes are single aligned buffers in this engine"
+        );
         let joined: Vec<u8> = bufs.iter_slice().flatten().copied().collect();
         let result = self.fs.borrow_mut().write(self.inode, &joined, pos);
         BufResult(result, bufs)
@@ -484,12 +527,7 @@ impl StorageFile for SimFile {
 
     async fn sync_data(&self) -> io::Result<()> {
         yield_now().await;
-        let mut fs = self.fs.borrow_mut();
-        fs.before_sync()?;
-        let inode = fs.inodes.get_mut(&self.inode).ok_or_else(crashed_error)?;
-        inode.durable = inode.volatile.clone();
-        fs.after_sync();
-        Ok(())
+        self.sync_inode()
     }
 
     async fn set_len(&self, len: u64) -> io::Result<()> {

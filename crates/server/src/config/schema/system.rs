@@ -61,6 +61,8 @@ pub struct DirectoryConfig {
 pub struct SystemPartitionConfig {
     pub path: String,
     pub validate_checksum: bool,
+    /// Direct, synchronous writes for partitions that fsync every batch.
+    pub direct_io: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,4 +95,6 @@ pub struct ShardingConfig {
     pub shutdown_poll_interval: ConfigDuration,
     pub shutdown_join_timeout: ConfigDuration,
     pub reconcile_periodic_interval: ConfigDuration,
+    /// Polling without sleeping after the last request (`shard::event_loop`).
+    pub idle_spin: ConfigDuration,
 }

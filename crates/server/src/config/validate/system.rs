@@ -17,6 +17,7 @@ const INBOX_CAPACITY_MAX: usize = 1_048_576;
 const SHUTDOWN_DRAIN_TIMEOUT_MAX: ConfigDuration = ConfigDuration::from_secs(600);
 const SHUTDOWN_POLL_INTERVAL_MAX: ConfigDuration = ConfigDuration::from_secs(5);
 const SHUTDOWN_JOIN_TIMEOUT_MAX: ConfigDuration = ConfigDuration::from_secs(900);
+const IDLE_SPIN_MAX: ConfigDuration = ConfigDuration::from_millis(10);
 const RECONCILE_PERIODIC_INTERVAL_MAX: ConfigDuration = ConfigDuration::from_secs(30);
 
 pub(super) fn validate(system: &SystemConfig) -> Result<(), ConfigError> {
@@ -124,6 +125,13 @@ fn validate_sharding(sharding: &ShardingConfig) -> Result<(), ConfigError> {
         "system.sharding.shutdown_drain_timeout",
         drain,
         SHUTDOWN_DRAIN_TIMEOUT_MAX,
+    )?;
+    let spin = sharding.idle_spin;
+    require(
+        spin <= IDLE_SPIN_MAX,
+        "system.sharding.idle_spin",
+        quoted(spin),
+        "at most 10 ms",
     )?;
     let poll = sharding.shutdown_poll_interval;
     positive_at_most(

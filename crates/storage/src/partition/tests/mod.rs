@@ -27,6 +27,7 @@ fn small_options() -> LogOptions {
         validate_checksum_on_read: true,
         cache_size_bytes: 1024,
         offset_reservation: 64,
+        direct_io: false,
     }
 }
 

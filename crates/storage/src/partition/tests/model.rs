@@ -42,6 +42,7 @@ fn random_options(rng: &mut StdRng) -> LogOptions {
         segment_size_bytes: [600, 2_000, 1 << 20][rng.random_range(0..3)],
         cache_size_bytes: [0, 1_000, 1 << 20][rng.random_range(0..3)],
         offset_reservation: [16, 1 << 20][rng.random_range(0..2)],
+        direct_io: rng.random_bool(0.5),
         ..small_options()
     }
 }
