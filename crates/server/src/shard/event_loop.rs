@@ -73,3 +73,36 @@ pub fn block_on<F: Future>(runtime: &Runtime, future: F, spin: Duration) -> F::O
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spawned tasks, timers and activity all complete under the spinning
+    /// loop as under compio's own.
+    fn run_with(spin: Duration) -> u32 {
+        let runtime = compio::runtime::RuntimeBuilder::new()
+            .build()
+            .expect("runtime");
+        block_on(
+            &runtime,
+            async {
+                let mut total = 0;
+                for round in 0..20 {
+                    note_activity();
+                    let task = compio::runtime::spawn(async move { round * 2 });
+                    compio::time::sleep(Duration::from_micros(50)).await;
+                    total += task.await.expect("task");
+                }
+                total
+            },
+            spin,
+        )
+    }
+
+    #[test]
+    fn given_spin_or_none_when_running_should_complete_every_task() {
+        assert_eq!(run_with(Duration::ZERO), 380);
+        assert_eq!(run_with(Duration::from_micros(200)), 380);
+    }
+}
