@@ -326,6 +326,16 @@ impl OwnedPartition {
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
     ) -> Result<PartitionReply, StorageError> {
+        // Producers faster than the disk wait here for a flush (bounded
+        // memory), and appends that outrun the background offset renewal
+        // wait for a reservation instead of being refused.
+        if let Some(record) = buffer.get(range.clone())
+            && let Ok(header) = protocol::batch::BatchHeader::read(record)
+        {
+            self.log
+                .ready_for_append(u64::from(header.message_count))
+                .await?;
+        }
         let receipt = self
             .log
             .append_at(buffer, range, super::process_stats::now_us())?;

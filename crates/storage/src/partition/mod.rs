@@ -5,7 +5,9 @@
 //! base offset and base timestamp into the caller's buffer (no copy) and
 //! caches it; once the flush thresholds are reached a background task writes
 //! the pending batches to the active segment with vectored writes (`write`);
-//! `sync`/`wait_durable` flush and fdatasync with group commit. Polls read
+//! `sync`/`wait_durable` flush and fdatasync with group commit. Callers
+//! await `ready_for_append` first: it writes pending batches when more than
+//! `max_unwritten_bytes` wait (backpressure) and reserves offsets. Polls read
 //! from the cache when resident, otherwise from segment files (`read`).
 //! Recovery (`recovery`) verifies every record at open.
 //!
@@ -48,6 +50,9 @@ use state::{CachedBatch, LogState};
 pub const DEFAULT_SEGMENT_SIZE_BYTES: u64 = 1 << 30;
 pub const DEFAULT_MESSAGES_REQUIRED_TO_SAVE: u64 = 1024;
 pub const DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE: u64 = 1 << 20;
+/// Bytes appended but not yet written that a partition holds before it
+/// slows producers down (`PartitionLog::ready_for_append`).
+pub const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 8 << 20;
 /// Written batches kept in memory for polls of fresh data.
 pub const DEFAULT_CACHE_SIZE_BYTES: u64 = 8 << 20;
 
@@ -68,6 +73,9 @@ pub struct LogOptions {
     pub offset_reservation: u64,
     /// Write the active segment with direct I/O (see `direct`).
     pub direct_io: bool,
+    /// Appended bytes allowed to wait for a write before
+    /// `ready_for_append` makes the next producer wait for a flush.
+    pub max_unwritten_bytes: u64,
 }
 
 impl Default for LogOptions {
@@ -81,6 +89,7 @@ impl Default for LogOptions {
             cache_size_bytes: DEFAULT_CACHE_SIZE_BYTES,
             offset_reservation: DEFAULT_OFFSET_RESERVATION,
             direct_io: false,
+            max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
         }
     }
 }
@@ -97,6 +106,9 @@ impl LogOptions {
         }
         if self.messages_required_to_save == 0 || self.size_of_messages_required_to_save == 0 {
             return fail("flush thresholds must be positive");
+        }
+        if self.max_unwritten_bytes == 0 {
+            return fail("max_unwritten_bytes must be positive");
         }
         if self.offset_reservation == 0 {
             return fail("offset_reservation must be positive");
@@ -159,6 +171,10 @@ struct Inner<S: Storage> {
     state: RefCell<LogState<S::File>>,
     /// Serialises file mutations: flush, fsync, rollover, retention.
     io: AsyncLock,
+    /// Serialises writes of the offset frontier. Separate from `io` so a
+    /// reservation never waits behind a long flush; taken after `io` when
+    /// both are needed.
+    frontier_io: AsyncLock,
     /// Called after each background flush (which may roll segments over),
     /// so an owner can republish figures it derives from the log.
     flush_observer: RefCell<Option<FlushObserver<S>>>,
@@ -200,6 +216,7 @@ impl<S: Storage> PartitionLog<S> {
             options,
             state: RefCell::new(state),
             io: AsyncLock::default(),
+            frontier_io: AsyncLock::default(),
             flush_observer: RefCell::new(None),
         };
         Self {

@@ -105,6 +105,7 @@ impl<S: Storage> PartitionLog<S> {
     /// appended while the purge runs are discarded with the rest.
     pub async fn purge(&self) -> Result<()> {
         let _io = self.inner.io.lock().await;
+        let _frontier = self.inner.frontier_io.lock().await;
         self.check_writable()?;
         let old: Vec<_> = self
             .state()

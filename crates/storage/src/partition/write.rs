@@ -349,6 +349,7 @@ impl<S: Storage> PartitionLog<S> {
         self.write_index_locked(true).await?;
         self.trim_padding_locked().await?;
         self.sync_locked().await?;
+        let _frontier = self.inner.frontier_io.lock().await;
         let next_offset = self.state().next_offset;
         self.state_mut().closed = true;
         frontier::store(&self.inner.storage, &self.inner.dir, next_offset).await
@@ -401,8 +402,38 @@ impl<S: Storage> PartitionLog<S> {
     /// Durably reserves offsets for at least `messages` more messages plus
     /// a full reservation chunk. Await it after `OffsetsNotReserved`.
     pub async fn reserve_offsets(&self, messages: u64) -> Result<()> {
-        let _io = self.inner.io.lock().await;
+        let _frontier = self.inner.frontier_io.lock().await;
         self.renew_frontier_locked(messages).await
+    }
+
+    /// Waits until the log can take an append of `messages` messages:
+    /// while more than `max_unwritten_bytes` wait to be written (producers
+    /// outrunning the disk) it writes them first, so memory stays bounded
+    /// and the producer is slowed to the disk's pace; then it makes sure
+    /// the offsets are reserved (`ensure_reserved`).
+    pub async fn ready_for_append(&self, messages: u64) -> Result<()> {
+        if self.state().unwritten_bytes >= self.inner.options.max_unwritten_bytes {
+            self.flush().await?;
+        }
+        self.ensure_reserved(messages).await
+    }
+
+    /// Returns once an append of `messages` messages cannot fail with
+    /// `OffsetsNotReserved`: at once while the reservation covers them,
+    /// otherwise after reserving more. Nothing may await between this and
+    /// the append.
+    pub async fn ensure_reserved(&self, messages: u64) -> Result<()> {
+        // Other appends may use up a fresh reservation while this one waits.
+        loop {
+            let short = {
+                let state = self.state();
+                state.next_offset + messages > state.frontier
+            };
+            if !short {
+                return Ok(());
+            }
+            self.reserve_offsets(messages).await?;
+        }
     }
 
     pub(super) fn schedule_frontier_renewal(&self, messages: u64) {

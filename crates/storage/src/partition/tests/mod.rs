@@ -28,6 +28,7 @@ fn small_options() -> LogOptions {
         cache_size_bytes: 1024,
         offset_reservation: 64,
         direct_io: false,
+        max_unwritten_bytes: 1 << 20,
     }
 }
 
@@ -56,6 +57,16 @@ fn payloads(tag: u64, count: usize, payload_len: usize) -> Vec<Vec<u8>> {
 /// The id of message `index` of `record(tag, ..)`.
 fn message_id(tag: u64, index: usize) -> u128 {
     u128::from(tag) << 32 | index as u128
+}
+
+/// Every record of the log, as whole records.
+async fn all_records<S: crate::seam::Storage>(log: &PartitionLog<S>) -> Vec<Vec<u8>> {
+    log.read(0, u32::MAX, u64::MAX)
+        .await
+        .expect("read")
+        .iter()
+        .map(PolledRecord::to_record)
+        .collect()
 }
 
 async fn open(

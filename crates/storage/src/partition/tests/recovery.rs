@@ -17,13 +17,7 @@ async fn three_batches(storage: &SimStorage) -> Vec<Vec<u8>> {
         log.append(record(tag, 2, 60), 10 + tag).unwrap();
         log.flush().await.unwrap();
     }
-    let stamped = log
-        .read(0, 100, u64::MAX)
-        .await
-        .unwrap()
-        .iter()
-        .map(PolledRecord::to_record)
-        .collect();
+    let stamped = all_records(&log).await;
     log.close().await.unwrap();
     stamped
 }
@@ -47,13 +41,7 @@ async fn given_incomplete_last_record_when_opening_should_truncate_to_last_whole
     );
     assert_eq!(file(&storage, &log_path(0)).len() as u64, keep);
     assert_eq!(log.last_offset(), Some(3));
-    let read: Vec<Vec<u8>> = log
-        .read(0, 100, u64::MAX)
-        .await
-        .unwrap()
-        .iter()
-        .map(PolledRecord::to_record)
-        .collect();
+    let read = all_records(&log).await;
     assert_eq!(read, stamped[..2]);
     assert!(
         report.next_offset >= 6,
@@ -210,13 +198,7 @@ async fn given_direct_io_when_writing_should_pad_blocks_and_trim_them_at_close()
     assert_eq!(file(&storage, &log_path(0)).len(), logical);
     let (log, report) = open(&storage, direct_options()).await;
     assert!(report.truncated.is_empty());
-    let read: Vec<Vec<u8>> = log
-        .read(0, 100, u64::MAX)
-        .await
-        .unwrap()
-        .iter()
-        .map(PolledRecord::to_record)
-        .collect();
+    let read = all_records(&log).await;
     assert_eq!(
         read,
         stamped
@@ -292,13 +274,7 @@ async fn given_direct_io_on_a_real_filesystem_when_reopening_should_read_every_r
     log.wait_durable(receipt.last_offset).await.unwrap();
     log.close().await.unwrap();
     let (log, _) = open_real().await.unwrap();
-    let read: Vec<Vec<u8>> = log
-        .read(0, 1_000, u64::MAX)
-        .await
-        .unwrap()
-        .iter()
-        .map(PolledRecord::to_record)
-        .collect();
+    let read = all_records(&log).await;
     assert_eq!(read.len(), expected.len() + 1);
     assert_eq!(read[..expected.len()], expected[..]);
 }

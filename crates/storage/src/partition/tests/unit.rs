@@ -266,6 +266,67 @@ async fn given_exhausted_reservation_when_appending_should_ask_to_reserve_then_s
 }
 
 #[compio::test]
+async fn given_a_small_reservation_when_ensuring_before_each_append_should_never_refuse() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            offset_reservation: 4,
+            ..small_options()
+        },
+    )
+    .await;
+    for tag in 0..50 {
+        log.ensure_reserved(7).await.unwrap();
+        let receipt = log.append(record(tag, 7, 10), tag).unwrap();
+        assert_eq!(receipt.base_offset, tag * 7);
+    }
+}
+
+#[compio::test]
+async fn given_more_unwritten_bytes_than_allowed_when_readying_an_append_should_write_them_first() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        max_unwritten_bytes: 1_000,
+        messages_required_to_save: 1 << 20,
+        size_of_messages_required_to_save: 1 << 20,
+        segment_size_bytes: 1 << 20,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    for tag in 0..20 {
+        log.ready_for_append(2).await.unwrap();
+        log.append(record(tag, 2, 100), tag).unwrap();
+        assert!(
+            log.state().unwritten_bytes < 1_000 + 400,
+            "at most one batch beyond the bound waits"
+        );
+    }
+    assert!(file(&storage, &log_path(0)).len() >= 1_000);
+}
+
+#[compio::test]
+async fn given_a_flush_in_progress_when_reserving_should_not_wait_for_it() {
+    let storage = SimStorage::new();
+    let (log, _) = open(
+        &storage,
+        LogOptions {
+            offset_reservation: 4,
+            ..small_options()
+        },
+    )
+    .await;
+    log.append(record(1, 3, 10), 1).unwrap();
+    // Hold the I/O lock the way a long flush does.
+    let io = log.inner.io.lock().await;
+    log.reserve_offsets(100).await.unwrap();
+    assert!(log.state().frontier >= 103);
+    drop(io);
+    log.ensure_reserved(100).await.unwrap();
+    log.append(record(2, 100, 1), 2).unwrap();
+}
+
+#[compio::test]
 async fn given_clean_close_when_reopening_should_continue_without_skipping() {
     let storage = SimStorage::new();
     let (log, _) = open(&storage, small_options()).await;
