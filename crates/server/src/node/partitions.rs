@@ -25,6 +25,7 @@ use super::Node;
 use super::partition_stats::PartitionStats;
 use crate::shard::ShardMessage;
 use crate::shard::ownership::{namespace, owner};
+use server::config::DirectIo;
 
 /// Where a poll starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +186,7 @@ impl Node {
     ) -> Result<(), StorageError> {
         let ns = addr.ns();
         let dir = self.partition_dir(addr);
+        let persisted = options.durability == Durability::Persisted;
         let log_options = LogOptions {
             partition_id: u64::from(addr.partition),
             segment_size_bytes: options.segment_size_bytes,
@@ -193,7 +195,12 @@ impl Node {
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             // Every batch is fsynced: bypassing the page cache makes the
             // fsync cheap (see storage's `partition::direct`).
-            direct_io: self.ctx.limits.direct_io && options.durability == Durability::Persisted,
+            direct_io: match self.ctx.limits.direct_io {
+                DirectIo::Always => true,
+                DirectIo::Fsync => persisted,
+                DirectIo::Never => false,
+            },
+            direct_sync: persisted,
             ..LogOptions::default()
         };
         let (log, report) = PartitionLog::open(RealStorage, &dir, log_options).await?;

@@ -70,7 +70,7 @@ pub struct Limits {
     pub clients_table_max: usize,
     pub validate_checksum_on_read: bool,
     /// `system.partition.direct_io`.
-    pub direct_io: bool,
+    pub direct_io: server::config::DirectIo,
     /// Period of the segment cleaner; `None` when it is disabled.
     pub cleaner_interval: Option<Duration>,
     /// Period of the expired-token cleaner; `None` when it is disabled.

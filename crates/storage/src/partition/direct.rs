@@ -1,7 +1,8 @@
 //! Direct I/O for segment writes: bytes go from an aligned user buffer to
 //! the device without the page cache.
 //!
-//! Used for partitions that fsync every batch. Why: with a buffered write
+//! Used for partitions that fsync every batch (synchronous writes), and
+//! optionally for every partition (plain `O_DIRECT`, synced as usual). Why: with a buffered write
 //! the kernel copies every batch into the page cache and an fsync then
 //! writes it back; with `O_DIRECT` the device reads the buffer itself, and
 //! with `O_DSYNC` the write completes only once durable, so no separate
@@ -46,6 +47,8 @@ pub struct DirectWriter<F> {
     /// The segment's bytes from the last block boundary to its logical end
     /// (fewer than `DIRECT_IO_ALIGN`).
     pub tail: Vec<u8>,
+    /// Opened with `O_DSYNC`: a completed write is already durable.
+    pub synchronous: bool,
 }
 
 /// Opens the direct write handle of `segment` (the active one) and loads
@@ -54,9 +57,10 @@ pub struct DirectWriter<F> {
 pub(super) async fn open_writer<S: Storage>(
     storage: &S,
     segment: &Segment<S::File>,
+    synchronous: bool,
 ) -> Result<Option<DirectWriter<S::File>>> {
     let path = &segment.log_path;
-    let file = match storage.open_direct(path).await {
+    let file = match storage.open_direct(path, synchronous).await {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::Unsupported => {
             tracing::warn!(file = %path.display(), %error, "writing through the page cache");
@@ -77,6 +81,7 @@ pub(super) async fn open_writer<S: Storage>(
     Ok(Some(DirectWriter {
         file: Rc::new(file),
         tail,
+        synchronous,
     }))
 }
 

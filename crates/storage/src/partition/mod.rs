@@ -73,6 +73,9 @@ pub struct LogOptions {
     pub offset_reservation: u64,
     /// Write the active segment with direct I/O (see `direct`).
     pub direct_io: bool,
+    /// With `direct_io`: open it `O_DSYNC`, so every write is durable when
+    /// it completes (for partitions that fsync every batch anyway).
+    pub direct_sync: bool,
     /// Appended bytes allowed to wait for a write before
     /// `ready_for_append` makes the next producer wait for a flush.
     pub max_unwritten_bytes: u64,
@@ -89,6 +92,7 @@ impl Default for LogOptions {
             cache_size_bytes: DEFAULT_CACHE_SIZE_BYTES,
             offset_reservation: DEFAULT_OFFSET_RESERVATION,
             direct_io: false,
+            direct_sync: false,
             max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
         }
     }

@@ -166,7 +166,7 @@ pub(super) async fn open<S: Storage>(
     if options.direct_io
         && let Some(active) = segments.last_mut()
     {
-        active.direct = direct::open_writer(&storage, active).await?;
+        active.direct = direct::open_writer(&storage, active, options.direct_sync).await?;
     }
     make_durable(&storage, dir, &segments).await?;
     let reserved = next_offset + options.offset_reservation;

@@ -192,8 +192,8 @@ impl<S: Storage> PartitionLog<S> {
                 let mut state = self.state_mut();
                 state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
                 let active = state.active_mut();
-                // A direct write is synchronous (O_DSYNC): already durable.
-                if active.direct.is_some() {
+                // A synchronous direct write (O_DSYNC) is already durable.
+                if active.direct.as_ref().is_some_and(|w| w.synchronous) {
                     active.unsynced = false;
                 }
             }
@@ -300,7 +300,8 @@ impl<S: Storage> PartitionLog<S> {
             .map_err(|error| self.poison("index create", &index_path, error))?;
         let mut segment = Segment::new(start_offset, Rc::new(log), Rc::new(index), log_path);
         if self.inner.options.direct_io {
-            segment.direct = direct::open_writer(storage, &segment).await?;
+            let synchronous = self.inner.options.direct_sync;
+            segment.direct = direct::open_writer(storage, &segment, synchronous).await?;
         }
         Ok(segment)
     }

@@ -36,13 +36,13 @@ pub trait Storage: Clone + 'static {
     async fn open(&self, path: &Path) -> io::Result<Self::File>;
     /// Creates a file (truncating an existing one) for reading and writing.
     async fn create(&self, path: &Path) -> io::Result<Self::File>;
-    /// Opens an existing file for direct, synchronous writes (`O_DIRECT |
-    /// O_DSYNC`): they bypass the page cache and a completed write is
-    /// durable, as if followed by `sync_data`. Each write's position,
+    /// Opens an existing file for direct writes (`O_DIRECT`), which bypass
+    /// the page cache; with `synchronous` also `O_DSYNC`: a completed write
+    /// is durable, as if followed by `sync_data`. Each write's position,
     /// length and buffer address must be multiples of
     /// `partition::DIRECT_IO_ALIGN`. Fails with `Unsupported` where the
     /// filesystem has no direct I/O.
-    async fn open_direct(&self, path: &Path) -> io::Result<Self::File>;
+    async fn open_direct(&self, path: &Path, synchronous: bool) -> io::Result<Self::File>;
     async fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Atomically replaces `to` with `from`.
     async fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;

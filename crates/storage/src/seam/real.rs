@@ -31,10 +31,15 @@ impl Storage for RealStorage {
         Ok(RealFile { file })
     }
 
-    async fn open_direct(&self, path: &Path) -> io::Result<RealFile> {
+    async fn open_direct(&self, path: &Path, synchronous: bool) -> io::Result<RealFile> {
+        let flags = if synchronous {
+            libc::O_DIRECT | libc::O_DSYNC
+        } else {
+            libc::O_DIRECT
+        };
         let opened = OpenOptions::new()
             .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+            .custom_flags(flags)
             .open(path)
             .await;
         match opened {

@@ -88,6 +88,8 @@ pub struct SimFile {
     /// Opened with [`Storage::open_direct`]: writes must be aligned, as
     /// `O_DIRECT` demands (a misaligned one panics: it is a bug).
     direct: bool,
+    /// Opened with `O_DSYNC`: every write is synced.
+    dsync: bool,
 }
 
 fn crashed_error() -> io::Error {
@@ -328,6 +330,7 @@ impl SimStorage {
             fs: Rc::clone(&self.fs),
             inode,
             direct: false,
+            dsync: false,
         }
     }
 }
@@ -342,9 +345,10 @@ impl Storage for SimStorage {
         Ok(self.file(id))
     }
 
-    async fn open_direct(&self, path: &Path) -> io::Result<SimFile> {
+    async fn open_direct(&self, path: &Path, synchronous: bool) -> io::Result<SimFile> {
         let mut file = self.open(path).await?;
         file.direct = true;
+        file.dsync = synchronous;
         Ok(file)
     }
 
@@ -507,7 +511,7 @@ impl StorageFile for SimFile {
         self.check_direct_alignment(buf.as_init(), pos);
         yield_now().await;
         let result = self.fs.borrow_mut().write(self.inode, buf.as_init(), pos);
-        if result.is_err() || !self.direct {
+        if result.is_err() || !self.dsync {
             return BufResult(result, buf);
         }
         // O_DSYNC: the completed write is durable.

@@ -23,7 +23,7 @@ pub use services::{
     TelemetryExportConfig, TelemetryTransport,
 };
 pub use system::{
-    DirectoryConfig, EncryptionConfig, LoggingConfig, MemoryPoolConfig, RecoveryConfig,
+    DirectIo, DirectoryConfig, EncryptionConfig, LoggingConfig, MemoryPoolConfig, RecoveryConfig,
     RuntimeConfig, SegmentConfig, ShardingConfig, SystemConfig, SystemPartitionConfig,
 };
 pub use transport::{

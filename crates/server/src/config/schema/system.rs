@@ -61,8 +61,20 @@ pub struct DirectoryConfig {
 pub struct SystemPartitionConfig {
     pub path: String,
     pub validate_checksum: bool,
-    /// Direct, synchronous writes for partitions that fsync every batch.
-    pub direct_io: bool,
+    /// Which partitions are written with direct I/O.
+    pub direct_io: DirectIo,
+}
+
+/// `system.partition.direct_io`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DirectIo {
+    /// Partitions that fsync every batch (`persisted` durability).
+    Fsync,
+    /// Every partition.
+    Always,
+    /// None.
+    Never,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

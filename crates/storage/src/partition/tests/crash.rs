@@ -74,6 +74,7 @@ fn trial_options(rng: &mut StdRng) -> LogOptions {
         offset_reservation: [8, 64, 1 << 20][rng.random_range(0..3)],
         cache_size_bytes: [0, 1 << 20][rng.random_range(0..2)],
         direct_io: rng.random_bool(0.5),
+        direct_sync: rng.random_bool(0.5),
         ..small_options()
     }
 }

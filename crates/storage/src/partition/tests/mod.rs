@@ -28,6 +28,7 @@ fn small_options() -> LogOptions {
         cache_size_bytes: 1024,
         offset_reservation: 64,
         direct_io: false,
+        direct_sync: false,
         max_unwritten_bytes: 1 << 20,
     }
 }

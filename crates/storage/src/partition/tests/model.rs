@@ -43,6 +43,7 @@ fn random_options(rng: &mut StdRng) -> LogOptions {
         cache_size_bytes: [0, 1_000, 1 << 20][rng.random_range(0..3)],
         offset_reservation: [16, 1 << 20][rng.random_range(0..2)],
         direct_io: rng.random_bool(0.5),
+        direct_sync: rng.random_bool(0.5),
         ..small_options()
     }
 }

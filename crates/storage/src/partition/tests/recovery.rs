@@ -174,6 +174,7 @@ async fn given_full_recovered_segment_when_opening_should_start_a_new_active_seg
 fn direct_options() -> LogOptions {
     LogOptions {
         direct_io: true,
+        direct_sync: true,
         segment_size_bytes: 1 << 20,
         cache_size_bytes: 1 << 20,
         ..small_options()
@@ -286,4 +287,26 @@ fn direct_io_supported(path: &Path) -> bool {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .is_ok()
+}
+
+#[compio::test]
+async fn given_asynchronous_direct_io_when_crashing_should_keep_only_what_was_synced() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        direct_sync: false,
+        ..direct_options()
+    };
+    let (log, _) = open(&storage, options.clone()).await;
+    let durable = log.append(record(1, 2, 60), 10).unwrap();
+    log.wait_durable(durable.last_offset).await.unwrap();
+    log.append(record(2, 2, 60), 20).unwrap();
+    log.flush().await.unwrap();
+    let rebooted = storage.crash(CrashMode::Clean);
+    let (log, _) = open(&rebooted, options).await;
+    assert_eq!(
+        log.last_offset(),
+        Some(1),
+        "the flushed, unsynced batch is gone"
+    );
+    assert_eq!(all_records(&log).await.len(), 1);
 }
