@@ -22,8 +22,12 @@ struct Served {
 
 impl Served {
     fn start() -> Self {
+        Self::start_with(ServerOptions::default())
+    }
+
+    fn start_with(options: ServerOptions) -> Self {
         let workdir = Workdir::new();
-        let server = TestServer::start(&workdir, &ServerOptions::default());
+        let server = TestServer::start(&workdir, &options);
         Self {
             _workdir: workdir,
             server,
@@ -245,4 +249,43 @@ fn a_self_signed_tls_certificate_is_generated_when_no_file_exists() {
             .unwrap();
         client.ping().await.unwrap();
     });
+}
+
+#[test]
+fn a_websocket_message_dripping_past_the_frame_timeout_is_closed_but_silence_is_not() {
+    let served = Served::start_with(ServerOptions::default().env("IGGY_TCP_FRAME_TIMEOUT", "1 s"));
+    let mut silent = RawWs::connect(served.addr("websocket"));
+    let mut dripping = RawWs::connect(served.addr("websocket"));
+    // A binary frame of 256 payload bytes, masked: its header, then one
+    // byte every 200 ms, far slower than the 1 s allowed for the message.
+    dripping
+        .0
+        .write_all(&[0x82, 0x80 | 126, 1, 0, 1, 2, 3, 4])
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut closed = false;
+    while started.elapsed() < Duration::from_secs(8) {
+        if dripping.0.write_all(&[0u8]).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        dripping.0.set_nonblocking(true).unwrap();
+        let mut probe = [0u8; 1];
+        let eof = matches!(dripping.0.read(&mut probe), Ok(0));
+        dripping.0.set_nonblocking(false).unwrap();
+        if eof {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the dripping connection was not closed");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "closed too early"
+    );
+    // The silent connection outlived the timeout and still works.
+    silent.send(BINARY, &ping_frame());
+    let (opcode, reply) = silent.receive();
+    assert_eq!((opcode, reply.len()), (BINARY, 256));
 }

@@ -4,10 +4,19 @@
 //!
 //! A Binary message whose length differs from its frame's `size`, or any
 //! Text message, closes the connection with a close frame saying why.
+//!
+//! `tcp.frame_timeout` applies here too: the WebSocket layer hides message
+//! boundaries, so a watchdog reads the socket's received-byte count
+//! (`TCP_INFO`) while a read is pending. Once bytes arrive and no message
+//! completes within the timeout, the connection is dropped; a connection
+//! that sends nothing stays open, as on TCP.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::pin;
 use std::rc::Rc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use compio::io::util::Splittable;
 use compio::io::{AsyncRead, AsyncWrite};
@@ -127,7 +136,7 @@ fn spawn_wss(
 async fn upgrade_and_serve<T>(
     shard: &Rc<Shard>,
     stream: T,
-    fd: std::os::fd::RawFd,
+    fd: RawFd,
     peer: SocketAddr,
     limits: WsLimits,
 ) where
@@ -146,7 +155,7 @@ async fn upgrade_and_serve<T>(
         connection_id,
         Liveness::encrypted(fd)(session.last_request.clone()),
     );
-    match serve_messages(shard, &mut ws, session, limits).await {
+    match serve_messages(shard, &mut ws, session, limits, fd).await {
         Ok(()) => debug!(%peer, "WebSocket connection closed"),
         Err(e) => info!(%peer, "WebSocket connection closed: {e}"),
     }
@@ -158,6 +167,7 @@ async fn serve_messages<S>(
     ws: &mut WebSocketStream<S>,
     mut session: session::Session,
     limits: WsLimits,
+    fd: RawFd,
 ) -> Result<(), compio::ws::tungstenite::Error>
 where
     S: Splittable + 'static,
@@ -165,8 +175,15 @@ where
     S::WriteHalf: AsyncWrite + Unpin,
 {
     let frame_max = shard.ctx.frame_max_bytes.min(limits.max_message_size);
+    let frame_timeout = shard.ctx.limits.frame_timeout;
     loop {
-        let message = match ws.read().await {
+        let Some(read) = read_within(ws, fd, frame_timeout).await else {
+            info!(
+                "WebSocket connection closed: a message did not complete within {frame_timeout:?}"
+            );
+            return Ok(());
+        };
+        let message = match read {
             Ok(message) => message,
             Err(
                 compio::ws::tungstenite::Error::ConnectionClosed
@@ -202,6 +219,66 @@ where
             return Ok(());
         }
     }
+}
+
+/// The next message, or `None` once bytes of it have been arriving for
+/// `timeout` without completing it.
+async fn read_within<S>(
+    ws: &mut WebSocketStream<S>,
+    fd: RawFd,
+    timeout: Duration,
+) -> Option<Result<Message, compio::ws::tungstenite::Error>>
+where
+    S: Splittable + 'static,
+    S::ReadHalf: AsyncRead + Unpin,
+    S::WriteHalf: AsyncWrite + Unpin,
+{
+    let mut read = pin!(ws.read());
+    let mut watchdog = pin!(stalled(fd, timeout));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(result) = read.as_mut().poll(cx) {
+            return Poll::Ready(Some(result));
+        }
+        watchdog.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// Completes once bytes have been received for `timeout` (checked every
+/// quarter of it) since the first new byte seen after this call.
+async fn stalled(fd: RawFd, timeout: Duration) {
+    let Some(at_start) = bytes_received(fd) else {
+        return std::future::pending().await;
+    };
+    let mut arriving_since: Option<Instant> = None;
+    loop {
+        compio::time::sleep(timeout / 4).await;
+        if arriving_since.is_none() && bytes_received(fd).is_some_and(|now| now != at_start) {
+            arriving_since = Some(Instant::now());
+        }
+        if arriving_since.is_some_and(|since| since.elapsed() >= timeout) {
+            return;
+        }
+    }
+}
+
+/// Bytes the kernel has received on this TCP socket (`tcpi_bytes_received`).
+fn bytes_received(fd: RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain data, so all-zero bytes are a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` and `len` are valid for writes of `len` bytes; a bad
+    // descriptor only makes the call fail.
+    let status = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &raw mut len,
+        )
+    };
+    (status == 0).then_some(info.tcpi_bytes_received)
 }
 
 async fn refuse<S>(
