@@ -166,6 +166,16 @@ impl<S: Storage> PartitionLog<S> {
                 Some((file, planned)) => {
                     let BufResult(written, buffer) =
                         file.write_all_at(planned.buffer, planned.position).await;
+                    if let Err(error) = &written
+                        && error.raw_os_error() == Some(libc::EINVAL)
+                    {
+                        // The device wants a larger alignment than
+                        // `DIRECT_IO_ALIGN`: nothing was written, so write
+                        // this segment through the page cache instead.
+                        tracing::warn!(file = %log_path.display(), %error, "direct write refused; writing through the page cache");
+                        self.state_mut().active_mut().direct = None;
+                        continue;
+                    }
                     if written.is_ok() {
                         let tail = AlignedWrite::next_tail(buffer, planned.data_len);
                         if let Some(writer) = self.state_mut().active_mut().direct.as_mut() {

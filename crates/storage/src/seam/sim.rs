@@ -35,6 +35,9 @@ pub struct SimFaults {
     pub no_space: bool,
     /// The next write stores only this many bytes and then fails.
     pub short_next_write: Option<usize>,
+    /// Direct writes fail with EINVAL, as on a device whose block size
+    /// exceeds the engine's alignment.
+    pub refuse_direct_writes: bool,
     /// After this many successful syncs (counted from creation) the machine
     /// "crashes": every later operation fails until [`SimStorage::crash`].
     pub crash_after_syncs: Option<u64>,
@@ -510,6 +513,9 @@ impl StorageFile for SimFile {
     async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> BufResult<(), B> {
         self.check_direct_alignment(buf.as_init(), pos);
         yield_now().await;
+        if self.direct && self.fs.borrow().faults.refuse_direct_writes {
+            return BufResult(Err(io::Error::from_raw_os_error(libc::EINVAL)), buf);
+        }
         let result = self.fs.borrow_mut().write(self.inode, buf.as_init(), pos);
         if result.is_err() || !self.dsync {
             return BufResult(result, buf);

@@ -310,3 +310,22 @@ async fn given_asynchronous_direct_io_when_crashing_should_keep_only_what_was_sy
     );
     assert_eq!(all_records(&log).await.len(), 1);
 }
+
+#[compio::test]
+async fn given_direct_writes_refused_when_flushing_should_fall_back_to_the_page_cache() {
+    let storage = SimStorage::new();
+    storage.set_faults(crate::seam::SimFaults {
+        refuse_direct_writes: true,
+        ..Default::default()
+    });
+    let (log, _) = open(&storage, direct_options()).await;
+    for tag in 0..5 {
+        let receipt = log.append(record(tag, 2, 60), 10 + tag).unwrap();
+        log.wait_durable(receipt.last_offset).await.unwrap();
+    }
+    let written = all_records(&log).await;
+    let rebooted = storage.crash(CrashMode::Clean);
+    let (log, report) = open(&rebooted, direct_options()).await;
+    assert!(report.truncated.is_empty());
+    assert_eq!(all_records(&log).await, written);
+}
