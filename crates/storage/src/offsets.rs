@@ -7,8 +7,9 @@
 //!   8  u64 checksum   XXH3-64 of bytes 0..8
 //! ```
 //!
-//! Written by truncate-and-write, fsynced only when the caller asks (the
-//! topic's `consumer_offset_durability`). Loading: exactly 8 bytes is the
+//! Written in place with one 16-byte write at position 0 (never truncated,
+//! so a kill mid-store leaves the old or the new offset), fsynced only when
+//! the caller asks (the topic's `consumer_offset_durability`). Loading: exactly 8 bytes is the
 //! legacy bare offset (accepted, upgraded on the next write); any other
 //! short file is a torn write and is ignored with a warning; a checksum
 //! mismatch is corruption, reported and not trusted.
@@ -146,11 +147,15 @@ impl<S: Storage> OffsetStore<S> {
         if !existed {
             self.create_dirs().await?;
         }
-        let file = self
-            .storage
-            .create(&path)
-            .await
-            .map_err(io_error("create offset", &path))?;
+        // Overwritten in place, never truncated: a kill between a truncate
+        // and the write would leave no offset at all, while one 16-byte
+        // write at position 0 lands whole or not at all.
+        let file = if existed {
+            self.storage.open(&path).await
+        } else {
+            self.storage.create(&path).await
+        }
+        .map_err(io_error("open offset", &path))?;
         let BufResult(written, _) = file.write_all_at(encode(offset), 0).await;
         written.map_err(io_error("write offset", &path))?;
         if fsync {
@@ -345,6 +350,30 @@ mod tests {
             .unwrap();
         let rebooted = OffsetStore::new(storage.crash(CrashMode::Clean), Path::new("/p/0"));
         assert_eq!(rebooted.load_all().await.unwrap().offsets[0].offset, 99);
+    }
+
+    #[compio::test]
+    async fn given_a_store_interrupted_before_its_write_when_loading_should_keep_the_old_offset() {
+        let (storage, offsets) = store();
+        offsets
+            .store(ConsumerKind::Consumer, 7, 99, true)
+            .await
+            .unwrap();
+        // The next write stores nothing, as when the process is killed
+        // between opening the file and writing it.
+        storage.set_faults(crate::seam::SimFaults {
+            short_next_write: Some(0),
+            ..Default::default()
+        });
+        assert!(
+            offsets
+                .store(ConsumerKind::Consumer, 7, 150, true)
+                .await
+                .is_err()
+        );
+        let loaded = offsets.load_all().await.unwrap();
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.offsets[0].offset, 99);
     }
 
     #[compio::test]
