@@ -27,6 +27,7 @@
 
 use std::io;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use compio::buf::{IntoInner, IoBuf, Slice};
@@ -63,7 +64,14 @@ pub(super) async fn open_writer<S: Storage>(
     let file = match storage.open_direct(path, synchronous).await {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::Unsupported => {
-            tracing::warn!(file = %path.display(), %error, "writing through the page cache");
+            // Once per process: every partition on that filesystem would
+            // say the same.
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if WARNED.swap(true, Ordering::Relaxed) {
+                tracing::debug!(file = %path.display(), %error, "writing through the page cache");
+            } else {
+                tracing::warn!(file = %path.display(), %error, "no direct I/O here; segments are written through the page cache");
+            }
             return Ok(None);
         }
         Err(error) => return Err(io_error("open segment for direct I/O", path)(error)),
