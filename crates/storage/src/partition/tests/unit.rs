@@ -505,8 +505,23 @@ async fn given_flush_observer_when_threshold_triggers_background_flush_should_be
 
 #[compio::test]
 async fn given_full_disk_when_flushing_should_refuse_appends_keep_reads_and_resume() {
+    full_disk_stalls_and_resumes(small_options()).await;
+}
+
+#[compio::test]
+async fn given_full_disk_under_direct_io_when_flushing_should_refuse_appends_keep_reads_and_resume()
+{
+    full_disk_stalls_and_resumes(LogOptions {
+        direct_io: true,
+        direct_sync: true,
+        ..small_options()
+    })
+    .await;
+}
+
+async fn full_disk_stalls_and_resumes(options: LogOptions) {
     let storage = SimStorage::new();
-    let (log, _) = open(&storage, small_options()).await;
+    let (log, _) = open(&storage, options.clone()).await;
     log.append(record(1, 3, 10), 100).unwrap();
     storage.set_faults(SimFaults {
         no_space: true,
@@ -529,7 +544,7 @@ async fn given_full_disk_when_flushing_should_refuse_appends_keep_reads_and_resu
     assert_eq!(resumed.base_offset, 3, "no offset was spent on refusals");
     log.sync().await.unwrap();
     log.close().await.unwrap();
-    let (reopened, report) = open(&storage.crash(CrashMode::Clean), small_options()).await;
+    let (reopened, report) = open(&storage.crash(CrashMode::Clean), options).await;
     assert_eq!(report.next_offset, 5);
     assert_eq!(
         messages_of(&reopened.read(0, 10, u64::MAX).await.unwrap()).len(),
