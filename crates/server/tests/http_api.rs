@@ -780,3 +780,89 @@ fn a_request_head_dripping_past_the_frame_timeout_is_closed() {
     assert!(answer.is_empty() || answer.starts_with(b"HTTP/1.1 408"));
     assert_eq!(request(addr, "GET", "/ping", None, None).status, 200);
 }
+
+fn ok(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+/// The clients `/clients` lists with transport HTTP.
+fn http_clients(addr: SocketAddr, token: &str) -> Vec<serde_json::Value> {
+    let response = request(addr, "GET", "/clients", Some(token), None);
+    assert_eq!(response.status, 200, "{}", response.text());
+    response
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["transport"] == "HTTP")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_http_write_opens_a_listed_session_that_logout_ends_and_the_table_bounds() {
+    // clients_table_max 4: at most 2 HTTP sessions.
+    let (_workdir, _server, addr) = start_with(&[("IGGY_METADATA_CLIENTS_TABLE_MAX", "4")]);
+    let first = root_token(addr);
+    // Reads open nothing.
+    assert!(http_clients(addr, &first).is_empty());
+    let created = request(
+        addr,
+        "POST",
+        "/streams",
+        Some(&first),
+        Some(br#"{"name":"a"}"#),
+    );
+    assert_eq!(created.status, 200, "{}", created.text());
+    let listed = http_clients(addr, &first);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["user_id"], 0);
+    // Later writes with the same token reuse the session.
+    let created = request(
+        addr,
+        "POST",
+        "/streams",
+        Some(&first),
+        Some(br#"{"name":"b"}"#),
+    );
+    assert_eq!(created.status, 200, "{}", created.text());
+    assert_eq!(http_clients(addr, &first).len(), 1);
+
+    let second = root_token(addr);
+    let third = root_token(addr);
+    let purge = |token: &str| request(addr, "DELETE", "/streams/a/purge", Some(token), None);
+    assert!(ok(purge(&second).status));
+    assert_eq!(http_clients(addr, &first).len(), 2);
+    let refused = purge(&third);
+    assert_eq!(refused.status, 503, "{}", refused.text());
+
+    // Logout frees a slot; the token itself still works and, on its next
+    // write, opens a new session.
+    let logout = request(addr, "DELETE", "/users/logout", Some(&first), None);
+    assert!(ok(logout.status));
+    assert_eq!(http_clients(addr, &second).len(), 1);
+    assert!(ok(purge(&third).status));
+    assert_eq!(http_clients(addr, &second).len(), 2);
+}
+
+#[test]
+fn an_http_session_ends_when_its_token_expires() {
+    let (_workdir, _server, addr) = start_with(&[("IGGY_HTTP_JWT_ACCESS_TOKEN_EXPIRY", "2 s")]);
+    let short = root_token(addr);
+    let created = request(
+        addr,
+        "POST",
+        "/streams",
+        Some(&short),
+        Some(br#"{"name":"a"}"#),
+    );
+    assert!(ok(created.status), "{}", created.text());
+    let watcher = root_token(addr);
+    assert_eq!(http_clients(addr, &watcher).len(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(3_500));
+    let fresh = root_token(addr);
+    assert!(
+        http_clients(addr, &fresh).is_empty(),
+        "the expired token's session is gone"
+    );
+}

@@ -2,7 +2,7 @@
 //! issued at login, or raw personal access tokens.
 //!
 //! Tokens are stateless: logout and refresh revoke nothing, and a token
-//! dies at its `exp`. Without a configured secret a random one is made at
+//! dies at its `exp` (logout ends the server-side session of `sessions`). Without a configured secret a random one is made at
 //! start-up, so tokens do not survive a restart.
 
 use anyhow::Context;
@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::error::ApiError;
 use super::jwt::{self, Algorithm, Claims, Keys};
+use super::sessions::Credential;
 use crate::node::Node;
 use server::config::{JwtConfig, TokenExpiry};
 
@@ -139,9 +140,14 @@ impl HttpAuth {
         claims.sub.parse().ok()
     }
 
-    /// Resolves the bearer of a request to an active user: a JWT first, then
-    /// a raw personal access token.
-    pub fn authenticate(&self, node: &Node, headers: &HeaderMap) -> Result<UserId, ApiError> {
+    /// Resolves the bearer of a request to an active user and the
+    /// credential that names its session: a JWT first, then a raw personal
+    /// access token.
+    pub fn authenticate(
+        &self,
+        node: &Node,
+        headers: &HeaderMap,
+    ) -> Result<(UserId, Credential), ApiError> {
         let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
             return Err(ErrorCode::AccessTokenMissing.into());
         };
@@ -158,15 +164,34 @@ impl HttpAuth {
             return Err(ErrorCode::AccessTokenMissing.into());
         }
         let now_us = crate::node::process_stats::now_us();
-        let user = match self.user_of_token(bearer, now_us / 1_000_000) {
-            Some(user) => user,
-            None => node
-                .token_user(bearer)
-                .ok_or(ApiError::iggy(ErrorCode::Unauthenticated))?,
+        let jwt = self
+            .keys
+            .verify(bearer, now_us / 1_000_000)
+            .ok()
+            .and_then(|claims| Some((claims.sub.parse().ok()?, claims)));
+        let (user, credential) = match jwt {
+            Some((user, claims)) => (
+                user,
+                Credential {
+                    key: format!("jwt:{}", claims.jti),
+                    expires_at: Some(claims.exp),
+                },
+            ),
+            None => {
+                let user = node
+                    .token_user(bearer)
+                    .ok_or(ApiError::iggy(ErrorCode::Unauthenticated))?;
+                let hash = engine::metadata::token::hash_token(bearer);
+                let credential = Credential {
+                    key: format!("pat:{hash}"),
+                    expires_at: None,
+                };
+                (user, credential)
+            }
         };
         let metadata = node.metadata();
         match metadata.user(UserId(user)) {
-            Some(u) if u.is_active() => Ok(u.id),
+            Some(u) if u.is_active() => Ok((u.id, credential)),
             _ => Err(ErrorCode::Unauthenticated.into()),
         }
     }

@@ -13,6 +13,7 @@ mod error;
 mod json;
 mod jwt;
 mod router;
+mod sessions;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -68,7 +69,11 @@ impl HttpSettings {
 pub struct HttpApp {
     pub shard: Rc<Shard>,
     pub settings: HttpSettings,
+    sessions: sessions::HttpSessions,
 }
+
+/// How often expired HTTP sessions are ended.
+const SESSION_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Spawns the accept loop on this shard (shard 0).
 pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, settings: HttpSettings) {
@@ -82,8 +87,18 @@ pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, settings: HttpS
     let app = Rc::new(HttpApp {
         shard: shard.clone(),
         settings,
+        sessions: sessions::HttpSessions::new(shard.ctx.limits.clients_table_max),
     });
+    compio::runtime::spawn(sweep_sessions(app.clone())).detach();
     compio::runtime::spawn(accept_loop(listener, app)).detach();
+}
+
+async fn sweep_sessions(app: Rc<HttpApp>) {
+    while !app.shard.ctx.is_stopping() {
+        compio::time::sleep(SESSION_SWEEP_INTERVAL).await;
+        let now_secs = crate::node::process_stats::now_us() / 1_000_000;
+        app.sessions.sweep(&app.shard.node, now_secs);
+    }
 }
 
 async fn accept_loop(listener: compio::net::TcpListener, app: Rc<HttpApp>) {
@@ -118,7 +133,7 @@ async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer
             }
         }
     };
-    let service = Service(SendWrapper::new(app.clone()));
+    let service = Service(SendWrapper::new((app.clone(), peer)));
     let mut builder = hyper_util::server::conn::auto::Builder::new(CompioExecutor);
     // A client must finish sending its request head within the frame
     // timeout (no slow-drip headers holding connections open).
@@ -135,7 +150,7 @@ async fn serve_connection(app: Rc<HttpApp>, stream: compio::net::TcpStream, peer
 
 /// The hyper service: the app lives on this shard's thread only, which the
 /// wrapper asserts (hyper wants `Send` futures even on one thread).
-struct Service(SendWrapper<Rc<HttpApp>>);
+struct Service(SendWrapper<(Rc<HttpApp>, SocketAddr)>);
 
 impl hyper::service::Service<Request<Incoming>> for Service {
     type Response = HttpResponse;
@@ -144,13 +159,13 @@ impl hyper::service::Service<Request<Incoming>> for Service {
         SendWrapper<std::pin::Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>>>>>;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
-        let app = Rc::clone(&self.0);
-        SendWrapper::new(Box::pin(async move { Ok(app.handle(request).await) }))
+        let (app, peer) = (Rc::clone(&self.0.0), self.0.1);
+        SendWrapper::new(Box::pin(async move { Ok(app.handle(request, peer).await) }))
     }
 }
 
 impl HttpApp {
-    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+    async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
         let _busy = self.shard.request_guard();
         self.shard.ctx.metrics.http_request();
         let origin = request.headers().get(hyper::header::ORIGIN).cloned();
@@ -159,14 +174,14 @@ impl HttpApp {
         {
             return preflight;
         }
-        let mut response = self.dispatch(request).await;
+        let mut response = self.dispatch(request, peer).await;
         if let (Some(cors), Some(origin)) = (&self.settings.cors, origin) {
             cors.decorate(&origin, &mut response);
         }
         response
     }
 
-    async fn dispatch(&self, request: Request<Incoming>) -> HttpResponse {
+    async fn dispatch(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
         let metrics_path = self.settings.metrics_path.as_deref();
         let route = match router::route(request.method(), request.uri().path(), metrics_path) {
             Ok(route) => route,
@@ -182,10 +197,22 @@ impl HttpApp {
         let user = if route.is_public() {
             None
         } else {
-            match self.settings.auth.authenticate(node, request.headers()) {
-                Ok(user) => Some(user),
+            let (user, credential) = match self.settings.auth.authenticate(node, request.headers())
+            {
+                Ok(found) => found,
                 Err(e) => return error_response(&e),
+            };
+            let now_secs = crate::node::process_stats::now_us() / 1_000_000;
+            if route == Route::Logout {
+                self.sessions.end(node, &credential);
+            } else if request.method() != hyper::Method::GET
+                && let Err(e) = self
+                    .sessions
+                    .ensure(node, &credential, user.0, peer, now_secs)
+            {
+                return error_response(&e);
             }
+            Some(user)
         };
         let query = request.uri().query().unwrap_or_default().to_owned();
         let body = match self.read_body(request.into_body()).await {
