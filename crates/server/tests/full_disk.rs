@@ -84,6 +84,20 @@ async fn read_all(client: &IggyClient, expected: u64) {
     assert_eq!(offset, expected);
 }
 
+/// Sends messages `first..first + 10` to partition 0 of `s/t`.
+async fn send_ten(client: &IggyClient, first: u64) -> Result<(), IggyError> {
+    let mut messages = batch(first, 10);
+    client
+        .send_messages(
+            &name("s"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .map(|_| ())
+}
+
 #[tokio::test]
 async fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_freed() {
     let workdir = Workdir::new();
@@ -106,16 +120,7 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_freed() {
 
     let mut acknowledged = 0u64;
     let refusal = loop {
-        let mut messages = batch(acknowledged, 10);
-        match client
-            .send_messages(
-                &name("s"),
-                &name("t"),
-                &Partitioning::partition_id(0),
-                &mut messages,
-            )
-            .await
-        {
+        match send_ten(&client, acknowledged).await {
             Ok(_) => acknowledged += 10,
             Err(e) => break e,
         }
@@ -149,16 +154,7 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_freed() {
 
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let mut messages = batch(acknowledged, 10);
-        match client
-            .send_messages(
-                &name("s"),
-                &name("t"),
-                &Partitioning::partition_id(0),
-                &mut messages,
-            )
-            .await
-        {
+        match send_ten(&client, acknowledged).await {
             Ok(_) => {
                 acknowledged += 10;
                 break;
@@ -171,16 +167,7 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_freed() {
         }
     }
     for _ in 0..10 {
-        let mut messages = batch(acknowledged, 10);
-        client
-            .send_messages(
-                &name("s"),
-                &name("t"),
-                &Partitioning::partition_id(0),
-                &mut messages,
-            )
-            .await
-            .unwrap();
+        send_ten(&client, acknowledged).await.unwrap();
         acknowledged += 10;
     }
     read_all(&client, acknowledged).await;

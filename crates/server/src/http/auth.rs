@@ -178,10 +178,10 @@ impl HttpAuth {
                 },
             ),
             None => {
-                let user = node
-                    .token_user(bearer)
-                    .ok_or(ApiError::iggy(ErrorCode::Unauthenticated))?;
                 let hash = engine::metadata::token::hash_token(bearer);
+                let user = node
+                    .token_user_by_hash(&hash)
+                    .ok_or(ApiError::iggy(ErrorCode::Unauthenticated))?;
                 let credential = Credential {
                     key: format!("pat:{hash}"),
                     expires_at: None,

@@ -115,15 +115,12 @@ impl HttpSessions {
 
     /// Ends every session whose credential has expired.
     pub fn sweep(&self, node: &Rc<Node>, now_secs: u64) {
-        let expired: Vec<Entry> = {
-            let mut entries = self.entries.borrow_mut();
-            let keys: Vec<String> = entries
-                .iter()
-                .filter(|(_, e)| e.expired(now_secs))
-                .map(|(k, _)| k.clone())
-                .collect();
-            keys.iter().filter_map(|k| entries.remove(k)).collect()
-        };
+        let expired: Vec<Entry> = self
+            .entries
+            .borrow_mut()
+            .extract_if(|_, entry| entry.expired(now_secs))
+            .map(|(_, entry)| entry)
+            .collect();
         for entry in expired {
             node.connection_closed(entry.connection_id, Some(entry.bound));
         }

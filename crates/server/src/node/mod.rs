@@ -332,9 +332,13 @@ impl Node {
 
     /// The active owner of an unexpired personal access token.
     pub fn token_user(&self, raw: &str) -> Option<u32> {
-        let hash = token::hash_token(raw);
+        self.token_user_by_hash(&token::hash_token(raw))
+    }
+
+    /// `token_user` for a token already hashed (`token::hash_token`).
+    pub fn token_user_by_hash(&self, hash: &str) -> Option<u32> {
         let metadata = self.metadata();
-        let found = metadata.find_token_by_hash(&hash)?;
+        let found = metadata.find_token_by_hash(hash)?;
         if found.is_expired(process_stats::now_us()) {
             return None;
         }

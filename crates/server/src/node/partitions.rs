@@ -333,19 +333,12 @@ impl OwnedPartition {
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
     ) -> Result<PartitionReply, StorageError> {
-        // Producers faster than the disk wait here for a flush (bounded
-        // memory), and appends that outrun the background offset renewal
-        // wait for a reservation instead of being refused.
-        if let Some(record) = buffer.get(range.clone())
-            && let Ok(header) = protocol::batch::BatchHeader::read(record)
-        {
-            self.log
-                .ready_for_append(u64::from(header.message_count))
-                .await?;
-        }
+        // Producers faster than the disk wait for a flush (bounded memory),
+        // and appends that outrun the offset renewal wait for a reservation.
         let receipt = self
             .log
-            .append_at(buffer, range, super::process_stats::now_us())?;
+            .append_at_when_ready(buffer, range, super::process_stats::now_us)
+            .await?;
         if self.durability == Durability::Persisted {
             self.log.wait_durable(receipt.last_offset).await?;
         }

@@ -54,8 +54,9 @@ pub fn block_on<F: Future>(runtime: &Runtime, future: F, spin: Duration) -> F::O
                 continue;
             }
             let now = Instant::now();
-            if activity() != seen {
-                seen = activity();
+            let served = activity();
+            if served != seen {
+                seen = served;
                 // Spinning pays only while requests come closer together
                 // than the window; a client that pauses longer (large
                 // batches, think time) would only lose CPU to the spin.

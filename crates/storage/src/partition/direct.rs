@@ -48,8 +48,6 @@ pub struct DirectWriter<F> {
     /// The segment's bytes from the last block boundary to its logical end
     /// (fewer than `DIRECT_IO_ALIGN`).
     pub tail: Vec<u8>,
-    /// Opened with `O_DSYNC`: a completed write is already durable.
-    pub synchronous: bool,
 }
 
 /// Opens the direct write handle of `segment` (the active one) and loads
@@ -89,7 +87,6 @@ pub(super) async fn open_writer<S: Storage>(
     Ok(Some(DirectWriter {
         file: Rc::new(file),
         tail,
-        synchronous,
     }))
 }
 

@@ -5,9 +5,10 @@
 //! base offset and base timestamp into the caller's buffer (no copy) and
 //! caches it; once the flush thresholds are reached a background task writes
 //! the pending batches to the active segment with vectored writes (`write`);
-//! `sync`/`wait_durable` flush and fdatasync with group commit. Callers
-//! await `ready_for_append` first: it writes pending batches when more than
-//! `max_unwritten_bytes` wait (backpressure) and reserves offsets. Polls read
+//! `sync`/`wait_durable` flush and fdatasync with group commit.
+//! `append_at_when_ready` first awaits `ready_for_append`, which writes
+//! pending batches when more than `max_unwritten_bytes` wait (backpressure)
+//! and reserves offsets. Polls read
 //! from the cache when resident, otherwise from segment files (`read`).
 //! Recovery (`recovery`) verifies every record at open.
 //!

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use compio::BufResult;
+use protocol::batch::BatchHeader;
 
 use super::direct::{self, AlignedWrite, DIRECT_IO_ALIGN};
 use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
@@ -203,7 +204,7 @@ impl<S: Storage> PartitionLog<S> {
                 state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
                 let active = state.active_mut();
                 // A synchronous direct write (O_DSYNC) is already durable.
-                if active.direct.as_ref().is_some_and(|w| w.synchronous) {
+                if active.direct.is_some() && self.inner.options.direct_sync {
                     active.unsynced = false;
                 }
             }
@@ -427,6 +428,25 @@ impl<S: Storage> PartitionLog<S> {
             self.flush().await?;
         }
         self.ensure_reserved(messages).await
+    }
+
+    /// `append_at` once the log can take the record (`ready_for_append`),
+    /// stamped with the time `now_us` gives after any wait: producers that
+    /// outrun the disk or the offset reservation wait instead of failing.
+    pub async fn append_at_when_ready(
+        &self,
+        buffer: Vec<u8>,
+        range: std::ops::Range<usize>,
+        now_us: impl FnOnce() -> u64,
+    ) -> Result<super::AppendReceipt> {
+        let header = buffer
+            .get(range.clone())
+            .and_then(|record| BatchHeader::read(record).ok());
+        if let Some(header) = header {
+            self.ready_for_append(u64::from(header.message_count))
+                .await?;
+        }
+        self.append_at(buffer, range, now_us())
     }
 
     /// Returns once an append of `messages` messages cannot fail with

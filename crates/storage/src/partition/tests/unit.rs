@@ -306,6 +306,25 @@ async fn given_more_unwritten_bytes_than_allowed_when_readying_an_append_should_
 }
 
 #[compio::test]
+async fn given_a_small_reservation_when_appending_when_ready_should_never_refuse() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        offset_reservation: 4,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    for tag in 0..30 {
+        let record = record(tag, 7, 10);
+        let range = 0..record.len();
+        let receipt = log
+            .append_at_when_ready(record, range, || tag)
+            .await
+            .unwrap();
+        assert_eq!(receipt.base_offset, tag * 7);
+    }
+}
+
+#[compio::test]
 async fn given_a_flush_in_progress_when_reserving_should_not_wait_for_it() {
     let storage = SimStorage::new();
     let (log, _) = open(
