@@ -1,33 +1,37 @@
 //! The client-sessions table (binary protocol §7.4).
 //!
-//! Each registered client id has a session number (the commit position of its
-//! registration), the highest request number whose reply was committed (the
-//! watermark), that request's checksum, the request currently executing, and
-//! a small ring of recent replies. `admit` decides what to do with an incoming
-//! request; `begin` and `complete` bracket its execution. Nothing here does
-//! I/O or reads a clock: the caller passes commit positions in.
+//! Each registered client id has a session (the op of its Register, so
+//! sessions and eviction ages count in the same op numbering), the highest
+//! request number whose reply was committed (the watermark), that request's
+//! checksum, the request currently executing, and a small ring of recent
+//! replies. `admit` decides what to do with an incoming request; `begin`
+//! and `complete` bracket its execution. Nothing here does I/O or reads a
+//! clock: the caller passes ops in.
 //!
 //! Invariants: a request number is executed at most once per client id; the
-//! watermark never decreases; at most one request per client is in flight.
+//! watermark never decreases; at most one request per client is in flight;
+//! a client's session and last commit only grow.
 
 use std::collections::{HashMap, VecDeque};
+
+use crate::types::{Op, RequestNumber, Session};
 
 /// Replies kept per client for byte-identical replay of retries.
 pub const REPLIES_KEPT: usize = 5;
 /// Default capacity (`metadata.clients_table_max`).
 pub const DEFAULT_CAPACITY: usize = 8192;
 
-pub type ClientId = u128;
+pub use crate::types::ClientId;
 
 #[derive(Debug, Clone)]
 struct Entry {
-    session: u64,
+    session: Session,
     user_id: u32,
-    watermark: u64,
+    watermark: RequestNumber,
     watermark_checksum: u128,
-    in_flight: Option<u64>,
-    last_commit: u64,
-    replies: VecDeque<(u64, Vec<u8>)>,
+    in_flight: Option<RequestNumber>,
+    last_commit: Op,
+    replies: VecDeque<(RequestNumber, Vec<u8>)>,
 }
 
 /// What to do with an incoming request.
@@ -75,12 +79,17 @@ impl ClientTable {
         self.entries.is_empty()
     }
 
-    /// Registers (or re-registers) a client at commit position `session`,
-    /// which must be non-zero and larger than any earlier session of it.
+    /// Registers (or re-registers) a client with the session its Register
+    /// op opened, which must be larger than any earlier session of it.
     /// Returns the client evicted to make room, if any.
-    pub fn register(&mut self, client: ClientId, user_id: u32, session: u64) -> Option<ClientId> {
-        assert!(client != 0, "client ids are non-zero");
-        assert!(session != 0, "session numbers are non-zero");
+    pub fn register(
+        &mut self,
+        client: ClientId,
+        user_id: u32,
+        session: Session,
+    ) -> Option<ClientId> {
+        assert!(client.0 != 0, "client ids are non-zero");
+        assert!(session.0 != 0, "sessions are ops, never zero");
         let evicted = if !self.entries.contains_key(&client) && self.entries.len() >= self.capacity
         {
             self.evict_oldest()
@@ -90,15 +99,16 @@ impl ClientTable {
         let entry = Entry {
             session,
             user_id,
-            watermark: 0,
+            watermark: RequestNumber(0),
             watermark_checksum: 0,
             in_flight: None,
-            last_commit: session,
+            last_commit: Op(session.0),
             replies: VecDeque::with_capacity(REPLIES_KEPT),
         };
         if let Some(old) = self.entries.insert(client, entry) {
             assert!(old.session < session, "sessions of one client only grow");
         }
+        assert!(self.entries.len() <= self.capacity, "the table is bounded");
         evicted
     }
 
@@ -118,12 +128,18 @@ impl ClientTable {
     }
 
     /// The session and user of a registered client.
-    pub fn session_of(&self, client: ClientId) -> Option<(u64, u32)> {
+    pub fn session_of(&self, client: ClientId) -> Option<(Session, u32)> {
         self.entries.get(&client).map(|e| (e.session, e.user_id))
     }
 
     /// Decides what to do with a request (binary protocol §7.4.2).
-    pub fn admit(&self, client: ClientId, session: u64, request: u64, checksum: u128) -> Admission {
+    pub fn admit(
+        &self,
+        client: ClientId,
+        session: Session,
+        request: RequestNumber,
+        checksum: u128,
+    ) -> Admission {
         let Some(entry) = self.entries.get(&client) else {
             return Admission::NoSession;
         };
@@ -153,7 +169,7 @@ impl ClientTable {
     }
 
     /// Marks `request` as executing. Only after `admit` returned `Execute`.
-    pub fn begin(&mut self, client: ClientId, request: u64) {
+    pub fn begin(&mut self, client: ClientId, request: RequestNumber) {
         let entry = self
             .entries
             .get_mut(&client)
@@ -166,15 +182,15 @@ impl ClientTable {
         entry.in_flight = Some(request);
     }
 
-    /// Records the committed reply of `request` (at commit position `commit`)
+    /// Records the committed reply of `request` (committed at `commit`)
     /// and advances the watermark. `reply` is `None` for replies that must not
     /// be replayed verbatim (they then answer with AlreadyApplied).
     pub fn complete(
         &mut self,
         client: ClientId,
-        request: u64,
+        request: RequestNumber,
         checksum: u128,
-        commit: u64,
+        commit: Op,
         reply: Option<Vec<u8>>,
     ) {
         let Some(entry) = self.entries.get_mut(&client) else {
@@ -183,6 +199,7 @@ impl ClientTable {
         if entry.in_flight != Some(request) {
             return; // re-registered by another login while executing
         }
+        assert!(request > entry.watermark, "the watermark only grows");
         entry.in_flight = None;
         entry.watermark = request;
         entry.watermark_checksum = checksum;
@@ -197,7 +214,7 @@ impl ClientTable {
 
     /// Abandons an executing request that produced no committed effect (e.g.
     /// rejected before reaching the journal), so a retry may execute.
-    pub fn abort(&mut self, client: ClientId, request: u64) {
+    pub fn abort(&mut self, client: ClientId, request: RequestNumber) {
         if let Some(entry) = self.entries.get_mut(&client)
             && entry.in_flight == Some(request)
         {
@@ -210,26 +227,31 @@ impl ClientTable {
 mod tests {
     use super::*;
 
-    const C: ClientId = 0xABCD;
+    const C: ClientId = ClientId(0xABCD);
+    const S: Session = Session(10);
+
+    fn r(n: u64) -> RequestNumber {
+        RequestNumber(n)
+    }
 
     fn table() -> ClientTable {
         let mut t = ClientTable::new(4);
-        t.register(C, 7, 10);
+        t.register(C, 7, S);
         t
     }
 
     fn run(t: &mut ClientTable, request: u64, checksum: u128, reply: &[u8]) {
-        assert_eq!(t.admit(C, 10, request, checksum), Admission::Execute);
-        t.begin(C, request);
-        t.complete(C, request, checksum, 11, Some(reply.to_vec()));
+        assert_eq!(t.admit(C, S, r(request), checksum), Admission::Execute);
+        t.begin(C, r(request));
+        t.complete(C, r(request), checksum, Op(11), Some(reply.to_vec()));
     }
 
     #[test]
     fn given_unknown_client_or_old_session_when_admitting_should_evict() {
         let t = table();
-        assert_eq!(t.admit(1, 10, 1, 0), Admission::NoSession);
-        assert_eq!(t.admit(C, 9, 1, 0), Admission::SessionTooLow);
-        assert_eq!(t.admit(C, 11, 1, 0), Admission::Drop);
+        assert_eq!(t.admit(ClientId(1), S, r(1), 0), Admission::NoSession);
+        assert_eq!(t.admit(C, Session(9), r(1), 0), Admission::SessionTooLow);
+        assert_eq!(t.admit(C, Session(11), r(1), 0), Admission::Drop);
     }
 
     #[test]
@@ -237,36 +259,36 @@ mod tests {
         let mut t = table();
         run(&mut t, 1, 0x55, b"reply-1");
         assert_eq!(
-            t.admit(C, 10, 1, 0x55),
+            t.admit(C, S, r(1), 0x55),
             Admission::Replay(b"reply-1".to_vec())
         );
-        assert_eq!(t.admit(C, 10, 2, 0x66), Admission::Execute);
+        assert_eq!(t.admit(C, S, r(2), 0x66), Admission::Execute);
     }
 
     #[test]
     fn given_in_flight_request_when_retried_should_answer_in_flight() {
         let mut t = table();
-        t.begin(C, 1);
-        assert_eq!(t.admit(C, 10, 1, 0), Admission::InFlight);
-        t.abort(C, 1);
-        assert_eq!(t.admit(C, 10, 1, 0), Admission::Execute);
+        t.begin(C, r(1));
+        assert_eq!(t.admit(C, S, r(1), 0), Admission::InFlight);
+        t.abort(C, r(1));
+        assert_eq!(t.admit(C, S, r(1), 0), Admission::Execute);
     }
 
     #[test]
     fn given_request_executing_when_another_arrives_should_answer_in_flight() {
         let mut t = table();
-        t.begin(C, 1);
-        assert_eq!(t.admit(C, 10, 2, 0), Admission::InFlight);
+        t.begin(C, r(1));
+        assert_eq!(t.admit(C, S, r(2), 0), Admission::InFlight);
     }
 
     #[test]
     fn given_re_registration_while_executing_when_completing_should_ignore_the_stale_request() {
         let mut t = table();
-        t.begin(C, 1);
-        t.register(C, 7, 11);
-        t.complete(C, 1, 0, 12, Some(b"r".to_vec()));
+        t.begin(C, r(1));
+        t.register(C, 7, Session(11));
+        t.complete(C, r(1), 0, Op(12), Some(b"r".to_vec()));
         assert_eq!(
-            t.admit(C, 11, 1, 0),
+            t.admit(C, Session(11), r(1), 0),
             Admission::Execute,
             "the new session starts fresh"
         );
@@ -278,17 +300,17 @@ mod tests {
         for request in 1..=(REPLIES_KEPT as u64 + 1) {
             run(&mut t, request, 0, b"r");
         }
-        assert_eq!(t.admit(C, 10, 1, 0), Admission::AlreadyApplied);
-        assert_eq!(t.admit(C, 10, 2, 0), Admission::Replay(b"r".to_vec()));
+        assert_eq!(t.admit(C, S, r(1), 0), Admission::AlreadyApplied);
+        assert_eq!(t.admit(C, S, r(2), 0), Admission::Replay(b"r".to_vec()));
     }
 
     #[test]
     fn given_reused_number_with_other_body_when_admitting_should_drop() {
         let mut t = table();
         run(&mut t, 3, 0x1, b"r");
-        assert_eq!(t.admit(C, 10, 3, 0x2), Admission::Drop);
+        assert_eq!(t.admit(C, S, r(3), 0x2), Admission::Drop);
         assert_eq!(
-            t.admit(C, 10, 3, 0),
+            t.admit(C, S, r(3), 0),
             Admission::Replay(b"r".to_vec()),
             "a zero stamp never conflicts"
         );
@@ -297,10 +319,20 @@ mod tests {
     #[test]
     fn given_full_table_when_registering_should_evict_oldest_commit() {
         let mut t = ClientTable::new(2);
-        t.register(1, 0, 5);
-        t.register(2, 0, 6);
-        assert_eq!(t.register(3, 0, 7), Some(1));
+        t.register(ClientId(1), 0, Session(5));
+        t.register(ClientId(2), 0, Session(6));
+        // Client 1 commits later than client 2 registered: 2 is now oldest.
+        t.begin(ClientId(1), r(1));
+        t.complete(ClientId(1), r(1), 0, Op(8), None);
+        assert_eq!(t.register(ClientId(3), 0, Session(9)), Some(ClientId(2)));
         assert_eq!(t.len(), 2);
-        assert_eq!(t.session_of(3), Some((7, 0)));
+        assert_eq!(t.session_of(ClientId(3)), Some((Session(9), 0)));
+    }
+
+    #[test]
+    #[should_panic(expected = "sessions of one client only grow")]
+    fn given_registered_client_when_registering_an_older_session_should_trip() {
+        let mut t = table();
+        t.register(C, 7, Session(3));
     }
 }

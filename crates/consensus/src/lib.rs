@@ -1,8 +1,17 @@
 //! Viewstamped Replication replica core (sans-IO).
 //!
-//! What exists so far: the client-sessions table that every write path
-//! consults before executing (register, dedupe retries, cached replies). The
-//! prepare/commit pipeline and view change build on it later; on a single
-//! node the primary commits as soon as its own journal has the operation.
+//! `replica` is a group's commit path on its primary (op numbering,
+//! timestamps, the pipeline, the commit rule over acknowledgements);
+//! `client_table` is the client-sessions table every write path consults
+//! before executing (register, dedupe retries, cached replies); `types`
+//! holds the newtypes both speak in. On a single node each group is a
+//! group of one whose only acknowledgement is its own journal write; the
+//! cluster adds backups to the same code.
+#![forbid(unsafe_code)]
 
 pub mod client_table;
+pub mod replica;
+pub mod types;
+
+pub use replica::{Durability, GroupConfig, Prepared, Recovered, Refusal, Replica};
+pub use types::{ClientId, Op, Quorums, RequestNumber, Session, View};

@@ -1,3 +1,4 @@
 //! Domain engine: streams, topics, partitions, users, permissions, tokens, consumer groups, polling, retention.
+#![forbid(unsafe_code)]
 
 pub mod metadata;

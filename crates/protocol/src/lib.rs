@@ -7,6 +7,7 @@
 //! by `responses`. Errors travel as `error::ErrorCode`. The same batch record
 //! layout (`batch`) is used on the wire, in the journal and in segment
 //! files, so storage depends on this crate too.
+#![forbid(unsafe_code)]
 
 pub mod batch;
 pub mod checksum;

@@ -183,3 +183,21 @@ fn given_half_root_credentials_when_booting_should_refuse() {
     assert!(!status.success());
     assert!(output.contains("IGGY_ROOT_PASSWORD"), "{output}");
 }
+
+#[test]
+fn given_cluster_enabled_when_booting_should_refuse_instead_of_serving_alone() {
+    let workdir = Workdir::new();
+    let options = ServerOptions::default()
+        .env("IGGY_CLUSTER_ENABLED", "true")
+        .env("IGGY_ROOT_USERNAME", "admin")
+        .env("IGGY_ROOT_PASSWORD", "secret-password")
+        .arg("--replica-id")
+        .arg("0");
+    let (status, output) = run_to_exit(&workdir, &options);
+    assert!(!status.success(), "a cluster node must not start alone");
+    assert!(output.contains("single node only"), "{output}");
+    assert!(
+        !workdir.data().join("format").exists(),
+        "refused before the data directory was touched"
+    );
+}

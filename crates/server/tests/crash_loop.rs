@@ -1,6 +1,6 @@
-//! Repeated SIGKILL at pseudo-random moments while a producer writes with
-//! `Persisted` durability, a consumer stores offsets with `Persisted` offset
-//! durability, and an admin creates streams: after every restart each
+//! Repeated SIGKILL at pseudo-random moments while a producer writes, a
+//! consumer stores offsets (both under `Persisted`, then both under the
+//! default `Replicated` policy) and an admin creates streams: after every restart each
 //! acknowledged message is present exactly once, in order and byte-identical,
 //! no acknowledged offset went backwards, and every acknowledged stream
 //! exists.
@@ -90,7 +90,19 @@ struct Acked {
 }
 
 #[tokio::test]
-async fn given_producer_when_killed_repeatedly_should_keep_every_acknowledged_message() {
+async fn given_persisted_producer_when_killed_repeatedly_should_keep_every_acknowledged_message() {
+    crash_loop(Durability::Persisted).await;
+}
+
+/// The default policy: acknowledged means written to the kernel, which a
+/// process kill does not undo.
+#[tokio::test]
+async fn given_default_policy_producer_when_killed_repeatedly_should_keep_every_acknowledged_message()
+ {
+    crash_loop(Durability::Replicated).await;
+}
+
+async fn crash_loop(durability: Durability) {
     let rounds = env_u64("IGGY_CRASH_ROUNDS", u64::from(DEFAULT_ROUNDS)) as u32;
     let seed = env_u64("IGGY_CRASH_SEED", 7);
     let workdir = Workdir::new();
@@ -104,8 +116,8 @@ async fn given_producer_when_killed_repeatedly_should_keep_every_acknowledged_me
         if round == 0 {
             client.create_stream("c").await.unwrap();
             let options = TopicCreateOptions {
-                durability: Durability::Persisted,
-                consumer_offset_durability: Durability::Persisted,
+                durability,
+                consumer_offset_durability: durability,
                 ..TopicCreateOptions::default()
             };
             client
@@ -208,7 +220,7 @@ async fn given_producer_when_killed_repeatedly_should_keep_every_acknowledged_me
         "the producer made progress"
     );
     eprintln!(
-        "crash loop: {rounds} kills survived, {} acknowledged messages checked, {} streams",
+        "crash loop ({durability:?}): {rounds} kills survived, {} acknowledged messages checked, {} streams",
         acknowledged.len(),
         streams.len()
     );

@@ -83,6 +83,59 @@ async fn given_persisted_topic_when_killed_should_keep_every_acknowledged_messag
     assert_eq!(next, u64::from(acknowledged));
 }
 
+/// The reproduction: 10 messages under the default policy, an idle
+/// moment, SIGKILL. A process kill is not a power loss: what the server
+/// acknowledged is in the kernel and must come back.
+#[tokio::test]
+async fn given_default_policy_when_killed_after_idle_should_keep_acknowledged_messages() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    client.create_stream("idle").await.unwrap();
+    client
+        .create_topic(&name("idle"), "t", &TopicCreateOptions::default())
+        .await
+        .unwrap();
+    for i in 0..10u32 {
+        let mut one = vec![payload_message("idle", i, 32)];
+        client
+            .send_messages(
+                &name("idle"),
+                &name("t"),
+                &Partitioning::partition_id(0),
+                &mut one,
+            )
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    drop(client);
+    server.kill();
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let polled = client
+        .poll_messages(
+            &name("idle"),
+            &name("t"),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::offset(0),
+            100,
+            false,
+        )
+        .await
+        .unwrap();
+    let payloads: Vec<_> = polled.messages.iter().map(|m| m.payload.to_vec()).collect();
+    let expected: Vec<_> = (0..10u32)
+        .map(|i| payload_message("idle", i, 32).payload.to_vec())
+        .collect();
+    assert_eq!(
+        payloads, expected,
+        "every acknowledged message, once, in order"
+    );
+}
+
 #[tokio::test]
 async fn given_expired_sealed_segment_when_cleaner_runs_should_delete_it_and_keep_the_active_one() {
     let workdir = Workdir::new();

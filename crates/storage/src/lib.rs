@@ -4,6 +4,7 @@
 //! Everything here runs on one shard's single-threaded compio runtime:
 //! types are `!Send`, shared state lives in `Rc<RefCell<..>>` and no
 //! `RefCell` borrow is ever held across an `.await`.
+#![forbid(unsafe_code)]
 
 pub mod error;
 pub mod journal;

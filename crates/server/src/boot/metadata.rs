@@ -25,8 +25,11 @@ pub const METADATA_DIR: &str = "metadata";
 
 pub struct Recovered {
     pub state: MetadataState,
-    /// Operations applied (the starting commit number).
+    /// The journal's last op: every op is numbered by its journal sequence,
+    /// so numbering continues across restarts and snapshots.
     pub commit: u64,
+    /// The newest timestamp an op carried (timestamps never go back).
+    pub last_timestamp_us: u64,
 }
 
 pub fn recover(data: &Path, root: &RootCredentials) -> anyhow::Result<Recovered> {
@@ -54,7 +57,7 @@ async fn recover_async(dir: &Path, root: &RootCredentials) -> anyhow::Result<Rec
         })?,
         None => MetadataState::new(),
     };
-    let mut commit = 0u64;
+    let mut last_timestamp_us = 0u64;
     for record in &recovery.records {
         let op = MetadataOp::decode(&record.payload).map_err(|e| {
             anyhow::anyhow!(
@@ -68,49 +71,99 @@ async fn recover_async(dir: &Path, root: &RootCredentials) -> anyhow::Result<Rec
                 record.sequence
             )
         })?;
-        commit += 1;
+        last_timestamp_us = last_timestamp_us.max(op.timestamp_us);
     }
     info!(
-        operations = commit,
+        operations = recovery.records.len(),
+        head = journal.last_sequence(),
         snapshot = recovery.snapshot.is_some(),
         "metadata recovered"
     );
-    if state.users().next().is_none() {
-        create_root(&mut state, &journal, root).await?;
-        commit += 1;
+    let mut boot = BootOps {
+        state: &mut state,
+        journal: &journal,
+        last_timestamp_us,
+    };
+    boot.end_sessions().await?;
+    if boot.state.users().next().is_none() {
+        create_root(&mut boot, root).await?;
     }
-    Ok(Recovered { state, commit })
+    let last_timestamp_us = boot.last_timestamp_us;
+    Ok(Recovered {
+        state,
+        commit: journal.last_sequence(),
+        last_timestamp_us,
+    })
 }
 
-async fn create_root(
-    state: &mut MetadataState,
-    journal: &Journal<RealStorage>,
-    root: &RootCredentials,
-) -> anyhow::Result<()> {
+/// Operations boot itself commits before any shard runs: journaled and
+/// fsynced (`sync`) like any other, so a later replay reaches the same
+/// state.
+struct BootOps<'a> {
+    state: &'a mut MetadataState,
+    journal: &'a Journal<RealStorage>,
+    last_timestamp_us: u64,
+}
+
+impl BootOps<'_> {
+    fn commit(&mut self, kind: OpKind, what: &str) -> anyhow::Result<()> {
+        let timestamp_us = now_us().max(self.last_timestamp_us + 1);
+        let op = MetadataOp {
+            timestamp_us,
+            actor: UserId(0),
+            kind,
+        };
+        self.state
+            .apply(&op)
+            .map_err(|e| anyhow::anyhow!("cannot {what}: {e}"))?;
+        let mut bytes = Vec::new();
+        op.encode(&mut bytes);
+        self.journal
+            .append(&bytes)
+            .map_err(|e| anyhow::anyhow!("cannot journal ({what}): {e}"))?;
+        self.last_timestamp_us = timestamp_us;
+        Ok(())
+    }
+
+    /// Makes every op committed so far durable (one fsync for them all).
+    async fn sync(&self) -> anyhow::Result<()> {
+        self.journal
+            .sync()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot sync the metadata journal: {e}"))
+    }
+
+    /// A restart ends every session: the connections that held them are
+    /// gone. Each ends with a journaled Logout, as a lease expiry would.
+    async fn end_sessions(&mut self) -> anyhow::Result<()> {
+        let clients: Vec<_> = self.state.clients().map(|c| c.id).collect();
+        if clients.is_empty() {
+            return Ok(());
+        }
+        for client in &clients {
+            let kind = OpKind::UnregisterClient { client: *client };
+            self.commit(kind, "end a session left by the last run")?;
+        }
+        self.sync().await?;
+        info!(
+            sessions = clients.len(),
+            "ended the sessions of the previous run"
+        );
+        Ok(())
+    }
+}
+
+async fn create_root(boot: &mut BootOps<'_>, root: &RootCredentials) -> anyhow::Result<()> {
     let password_hash = password::hash_password(&root.password)
         .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
-    let op = MetadataOp {
-        timestamp_us: now_us(),
-        actor: UserId(0),
-        kind: OpKind::CreateUser {
-            username: root.username.clone(),
-            password_hash,
-            status: UserStatus::Active,
-            permissions: Some(Permissions::root()),
-        },
+    let kind = OpKind::CreateUser {
+        username: root.username.clone(),
+        password_hash,
+        status: UserStatus::Active,
+        permissions: Some(Permissions::root()),
     };
-    state
-        .apply(&op)
-        .map_err(|e| anyhow::anyhow!("cannot create the root user: {e}"))?;
-    let mut bytes = Vec::new();
-    op.encode(&mut bytes);
-    journal
-        .append(&bytes)
-        .map_err(|e| anyhow::anyhow!("cannot journal the root user: {e}"))?;
-    journal
-        .sync()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot sync the metadata journal: {e}"))?;
+    boot.commit(kind, "create the root user")?;
+    boot.sync().await?;
     if root.generated {
         warn!(
             "created the root user '{}' with the generated password '{}'; it is shown only this once",

@@ -51,6 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
     );
     let config = &loaded.config;
+    refuse_cluster_mode(config)?;
     let root = root_credentials::resolve(&env, config.cluster.enabled)?;
 
     let data = cwd.join(&config.system.path);
@@ -90,6 +91,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     info!(signal, "shutting down");
     let clean = shards.shutdown();
     info!(clean, "stopped");
+    Ok(())
+}
+
+/// Replication is not built yet: a node asked to join a cluster must not
+/// quietly serve as a standalone one (clients would believe their writes
+/// are replicated). Checked before the data directory is touched.
+fn refuse_cluster_mode(config: &ServerConfig) -> anyhow::Result<()> {
+    if config.cluster.enabled {
+        anyhow::bail!(
+            "cluster.enabled = true, but this build runs a single node only: replication \
+             (a multi-node cluster) is not available yet. Set cluster.enabled = false \
+             (or unset IGGY_CLUSTER_ENABLED) to run a standalone node"
+        );
+    }
     Ok(())
 }
 
@@ -178,6 +193,7 @@ fn shard_options(
         },
         metadata: recovered.state,
         metadata_commit: recovered.commit,
+        metadata_last_timestamp_us: recovered.last_timestamp_us,
         journal_path: data.join(metadata::METADATA_DIR),
         inbox_capacity: sharding.inbox_capacity,
         frame_max_bytes: usize::try_from(config.message_bus.max_message_size.as_bytes())

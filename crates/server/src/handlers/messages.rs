@@ -17,8 +17,8 @@ use protocol::requests::{
 use protocol::responses::{self, ConsumerOffsetInfo, PollReplyHeader, SendConfirmation};
 use storage::offsets::ConsumerKind;
 
-use super::Call;
 use super::convert::ident;
+use super::{Call, write};
 use crate::node::Node;
 use crate::node::partitions::{
     ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart, PolledBody,
@@ -100,16 +100,40 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
     };
     let range = HEADER_SIZE + request.batch.start..HEADER_SIZE + request.batch.end;
     let (count, bytes) = (request.messages_count, range.len() as u64);
-    match store_append(call.node(), addr, frame, range).await {
-        Ok(confirmation) => {
-            let metrics = &call.node().ctx.metrics;
-            metrics.messages_in(u64::from(count), bytes);
-            metrics.observe_send(started.elapsed());
-            let mut out = Vec::with_capacity(24);
-            responses::encode_send_confirmations(&mut out, &[confirmation]);
-            call.ok(&out)
+    let node = call.node();
+    let appended = async move {
+        let confirmation = store_append(node, addr, frame, range).await?;
+        node.ctx.metrics.messages_in(u64::from(count), bytes);
+        node.ctx.metrics.observe_send(started.elapsed());
+        let mut out = Vec::with_capacity(24);
+        responses::encode_send_confirmations(&mut out, &[confirmation]);
+        Ok(out)
+    };
+    write_once(&call, appended).await
+}
+
+/// Runs a partition write at most once per request number (binary
+/// protocol §7.4.2): a retry of a completed one gets the same reply bytes
+/// (the same offsets), never a second append. A failure changed nothing,
+/// so it releases the request for a retry. `run` does nothing until polled,
+/// which happens only after admission.
+async fn write_once(
+    call: &Call<'_>,
+    run: impl Future<Output = Result<Vec<u8>, ErrorCode>>,
+) -> Reply {
+    if let Err(answer) = write::admit(call) {
+        return answer;
+    }
+    match run.await {
+        Ok(payload) => {
+            let reply = call.builder().success(&payload);
+            write::complete(call, call.node().metadata_commit(), Some(reply.clone()));
+            Reply::frame(reply)
         }
-        Err(code) => call.deny(code),
+        Err(code) => {
+            write::abandon(call);
+            call.deny(code)
+        }
     }
 }
 
@@ -436,10 +460,12 @@ pub async fn read_offset(
 
 pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> Reply {
     let caller = Caller::of(&call);
-    reply_done(
-        &call,
-        write_offset(call.node(), caller, &request.target, request.offset).await,
-    )
+    let node = call.node();
+    let stored = async move {
+        write_offset(node, caller, &request.target, request.offset).await?;
+        Ok(Vec::new())
+    };
+    write_once(&call, stored).await
 }
 
 /// Stores a consumer's offset; a group member that has caught up on a
@@ -465,10 +491,12 @@ pub async fn write_offset(
 
 pub async fn delete_offset(call: Call<'_>, request: DeleteConsumerOffset<'_>) -> Reply {
     let caller = Caller::of(&call);
-    reply_done(
-        &call,
-        remove_offset(call.node(), caller, &request.target).await,
-    )
+    let node = call.node();
+    let removed = async move {
+        remove_offset(node, caller, &request.target).await?;
+        Ok(Vec::new())
+    };
+    write_once(&call, removed).await
 }
 
 /// Deletes a consumer's stored offset.

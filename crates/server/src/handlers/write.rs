@@ -13,6 +13,7 @@ use super::Call;
 use crate::node::process_stats::now_us;
 use crate::session::Reply;
 use consensus::client_table::Admission;
+use consensus::{ClientId, Op, RequestNumber, Session};
 
 /// An empty success payload.
 pub fn no_payload(_: &MetadataState, _: &ApplyOutcome) -> Vec<u8> {
@@ -50,41 +51,15 @@ where
     F: FnOnce(&Call<'_>) -> Result<OpKind, ErrorCode>,
     R: FnOnce(&MetadataState, &ApplyOutcome) -> Vec<u8>,
 {
-    let header = *call.header;
-    let node = &call.session.shard.node;
-    let (client, request, checksum) = (header.client, header.request, header.request_checksum);
-    match node
-        .clients_table()
-        .admit(client, header.session, request, checksum)
-    {
-        Admission::Execute => {}
-        Admission::Replay(bytes) => return Reply::frame(bytes),
-        Admission::AlreadyApplied => {
-            return Reply::frame(call.builder().rejection(ErrorCode::RequestAlreadyApplied));
-        }
-        Admission::InFlight => {
-            return Reply::frame(call.builder().rejection(ErrorCode::TransientNotCommitted));
-        }
-        Admission::NoSession => {
-            return Reply::frame(eviction(call.call_header(), EvictionReason::NoSession));
-        }
-        Admission::SessionTooLow => {
-            return Reply::frame(eviction(call.call_header(), EvictionReason::SessionTooLow));
-        }
-        Admission::Drop => return Reply::close(),
+    if let Err(answer) = admit(&call) {
+        return answer;
     }
-    node.clients_table_mut().begin(client, request);
+    let node = call.node();
     let kind = match prepare(&call) {
         Ok(kind) => kind,
         Err(code) => {
             let reply = call.builder().rejection(code);
-            node.clients_table_mut().complete(
-                client,
-                request,
-                checksum,
-                node.metadata_commit(),
-                Some(reply.clone()),
-            );
+            complete(&call, node.metadata_commit(), Some(reply.clone()));
             return Reply::frame(reply);
         }
     };
@@ -106,9 +81,67 @@ where
                 .rejection(ErrorCode::PersonalAccessTokenAlreadyExists),
         ),
     };
-    node.clients_table_mut()
-        .complete(client, request, checksum, result.commit, cached);
+    complete(&call, result.commit, cached);
     Reply::frame(reply)
+}
+
+/// Admission through the client table (binary protocol §7.4.2), for every
+/// write path: `Ok` marks the request executing (finish it with `complete`
+/// or `abandon`); `Err` is the answer to send instead (a replayed reply, a
+/// rejection or an eviction) and nothing executes.
+pub fn admit(call: &Call<'_>) -> Result<(), Reply> {
+    let header = call.header;
+    let (client, request) = (ClientId(header.client), RequestNumber(header.request));
+    let admission = call.node().clients_table().admit(
+        client,
+        Session(header.session),
+        request,
+        header.request_checksum,
+    );
+    match admission {
+        Admission::Execute => {
+            call.node().clients_table_mut().begin(client, request);
+            Ok(())
+        }
+        Admission::Replay(bytes) => Err(Reply::frame(bytes)),
+        Admission::AlreadyApplied => Err(Reply::frame(
+            call.builder().rejection(ErrorCode::RequestAlreadyApplied),
+        )),
+        Admission::InFlight => Err(Reply::frame(
+            call.builder().rejection(ErrorCode::TransientNotCommitted),
+        )),
+        Admission::NoSession => Err(Reply::frame(eviction(
+            call.call_header(),
+            EvictionReason::NoSession,
+        ))),
+        Admission::SessionTooLow => Err(Reply::frame(eviction(
+            call.call_header(),
+            EvictionReason::SessionTooLow,
+        ))),
+        Admission::Drop => Err(Reply::close()),
+    }
+}
+
+/// Records an admitted request's committed reply (at metadata op
+/// `commit`): a retry of it replays `reply` byte for byte.
+pub fn complete(call: &Call<'_>, commit: u64, reply: Option<Vec<u8>>) {
+    let header = call.header;
+    call.node().clients_table_mut().complete(
+        ClientId(header.client),
+        RequestNumber(header.request),
+        header.request_checksum,
+        Op(commit),
+        reply,
+    );
+}
+
+/// Releases an admitted request that changed nothing (refused before it
+/// took effect), so a retry may execute it.
+pub fn abandon(call: &Call<'_>) {
+    let header = call.header;
+    call.node()
+        .clients_table_mut()
+        .abort(ClientId(header.client), RequestNumber(header.request));
 }
 
 /// Maps a numeric code to the wire enum (unknown numbers become Error).

@@ -209,6 +209,7 @@ impl HttpApp {
                 && let Err(e) = self
                     .sessions
                     .ensure(node, &credential, user.0, peer, now_secs)
+                    .await
             {
                 return error_response(&e);
             }

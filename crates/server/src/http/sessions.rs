@@ -58,7 +58,7 @@ impl HttpSessions {
 
     /// Makes sure `credential` has a live session for `user`, registering
     /// one (from `peer`) on its first write.
-    pub fn ensure(
+    pub async fn ensure(
         &self,
         node: &Rc<Node>,
         credential: &Credential,
@@ -87,12 +87,34 @@ impl HttpSessions {
         }
         let connection_id = node.ctx.next_client_id();
         node.connection_opened(connection_id, Transport::Http, peer);
-        let bound = Bound {
-            user_id,
+        let owner = crate::node::SessionOwner {
             client: rand::random::<u128>(),
-            session: node.new_session(),
+            user_id,
+            transport: Transport::Http,
+            peer,
         };
-        node.session_started(connection_id, bound, Transport::Http, peer);
+        let bound = match node.register_session(connection_id, owner).await {
+            Ok(bound) => bound,
+            Err(e) => {
+                node.connection_closed(connection_id, None);
+                return Err(ApiError::http(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthenticated",
+                    format!("the session could not be opened: {e}"),
+                ));
+            }
+        };
+        // Another request with this credential may have opened a session
+        // while this one waited for its commit: keep that one.
+        if self
+            .entries
+            .borrow()
+            .get(&credential.key)
+            .is_some_and(|e| !e.expired(now_secs))
+        {
+            node.connection_closed(connection_id, Some(bound));
+            return Ok(());
+        }
         self.entries.borrow_mut().insert(
             credential.key.clone(),
             Entry {

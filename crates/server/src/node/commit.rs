@@ -1,14 +1,18 @@
-//! The metadata commit pipeline on shard 0.
+//! The metadata commit path on shard 0: a group of one driven through the
+//! consensus core (`consensus::Replica`).
 //!
-//! Submissions queue in arrival order. One task drains the queue: it applies
-//! each operation to shard 0's replica (a rejection changes nothing and is
-//! answered at once), appends the durable ones to the journal, syncs the
-//! journal once for the whole drained batch (group commit), then numbers,
-//! broadcasts and answers them in order. On a full disk the journal keeps
-//! its entries and the committer retries every second, so metadata writes
-//! wait (and nothing is acknowledged) until space is freed; any other
-//! journal failure stops the process: metadata acknowledged without being
-//! durable would be a lie, and there is no safe way to continue.
+//! Submissions queue in arrival order. One task drains at most a
+//! pipeline's worth at a time. Each operation is stamped (op number and a
+//! strictly increasing timestamp from the replica) and validated against
+//! the committer's *head* state (the public state plus every prepared op);
+//! a rejection changes nothing and is answered at once. Accepted ones are
+//! appended to the journal as op `n` (the journal's sequence), the journal
+//! is fsynced once for the batch (group commit), and only then does the
+//! replica commit them: they are applied to shard 0's public replica,
+//! broadcast to the other shards and answered, in op order. Readers never
+//! see an operation that is not durable. On a full disk the journal keeps
+//! its entries and the sync is retried every second (nothing is answered
+//! meanwhile); any other journal failure stops the process.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -19,8 +23,10 @@ use std::time::Duration;
 /// How often a journal sync is retried on a full disk.
 const NO_SPACE_RETRY: Duration = Duration::from_secs(1);
 
+use consensus::replica::PIPELINE_DEPTH_DEFAULT;
+use consensus::{Durability, GroupConfig, Op, Recovered, Replica, View};
 use crossfire::oneshot::{RxOneshot, TxOneshot, oneshot};
-use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, OpKind};
+use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState};
 use tracing::error;
 
 use super::Node;
@@ -48,37 +54,51 @@ pub struct Committer {
     snapshot_sequence: std::cell::Cell<u64>,
     wake: RefCell<Option<TxOneshot<()>>>,
     journal: Journal<RealStorage>,
+    /// The metadata group's op numbering, timestamps and commit rule.
+    replica: RefCell<Replica>,
+    /// The public state with every prepared op applied: new operations are
+    /// validated here, so the public state only ever holds durable ops.
+    head: RefCell<MetadataState>,
 }
 
-/// Ephemeral operations belong to live connections and are not journaled.
-pub fn is_durable(kind: &OpKind) -> bool {
-    !matches!(
-        kind,
-        OpKind::RegisterClient { .. }
-            | OpKind::UnregisterClient { .. }
-            | OpKind::JoinConsumerGroup { .. }
-            | OpKind::LeaveConsumerGroup { .. }
-            | OpKind::CompleteRevocation { .. }
-    )
+/// What boot recovered, for the committer to resume from.
+pub struct CommitterStart<'a> {
+    pub metadata_dir: &'a std::path::Path,
+    pub state: &'a MetadataState,
+    /// The journal's last op (= the committed op on a group of one).
+    pub head: Op,
+    pub last_timestamp_us: u64,
 }
 
 impl Committer {
-    /// Opens the journal in `metadata_dir` for appending (boot replayed it).
-    pub async fn open(metadata_dir: &std::path::Path) -> anyhow::Result<Self> {
-        let (journal, _) = Journal::open(RealStorage, metadata_dir)
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot open the metadata journal in {}: {e}",
-                    metadata_dir.display()
-                )
-            })?;
+    /// Opens the journal for appending (boot replayed it) and resumes the
+    /// metadata group at its journal head.
+    pub async fn open(start: CommitterStart<'_>) -> anyhow::Result<Self> {
+        let dir = start.metadata_dir;
+        let (journal, _) = Journal::open(RealStorage, dir).await.map_err(|e| {
+            anyhow::anyhow!("cannot open the metadata journal in {}: {e}", dir.display())
+        })?;
+        assert_eq!(
+            journal.last_sequence(),
+            start.head.0,
+            "boot recovered the journal this committer reopened"
+        );
+        let replica = Replica::open(
+            GroupConfig::single(Durability::Synced),
+            Recovered {
+                view: View(0),
+                head: start.head,
+                last_timestamp_us: start.last_timestamp_us,
+            },
+        );
         let snapshot_sequence = std::cell::Cell::new(journal.last_sequence());
         Ok(Self {
             queue: RefCell::new(VecDeque::new()),
             snapshot_sequence,
             wake: RefCell::new(None),
             journal,
+            replica: RefCell::new(replica),
+            head: RefCell::new(start.state.clone()),
         })
     }
 
@@ -104,7 +124,13 @@ impl Committer {
             .as_ref()
             .expect("the committer runs on shard 0");
         loop {
-            let batch: Vec<Submission> = committer.queue.borrow_mut().drain(..).collect();
+            let batch: Vec<Submission> = {
+                // At most a pipeline's worth: the batch commits as a whole
+                // before the next one is prepared.
+                let mut queue = committer.queue.borrow_mut();
+                let take = queue.len().min(PIPELINE_DEPTH_DEFAULT);
+                queue.drain(..take).collect()
+            };
             if batch.is_empty() {
                 let (tx, rx) = oneshot();
                 *committer.wake.borrow_mut() = Some(tx);
@@ -121,29 +147,34 @@ impl Committer {
     }
 
     async fn commit_batch(&self, node: &Rc<Node>, batch: Vec<Submission>) {
-        let mut applied = Vec::with_capacity(batch.len());
-        let mut journaled = false;
+        let mut prepared = Vec::with_capacity(batch.len());
         for (op, reply) in batch {
-            match node.apply_local(&op) {
+            match self.prepare(op) {
                 Err(e) => reply.send(CommitResult {
                     outcome: Err(e),
-                    commit: node.metadata_commit(),
+                    commit: self.replica.borrow().commit_max().0,
                 }),
-                Ok(outcome) => {
-                    if is_durable(&op.kind) {
-                        self.append(&op).await;
-                        journaled = true;
-                    }
-                    applied.push((op, outcome, reply));
-                }
+                Ok(entry) => prepared.push((entry, reply)),
             }
         }
-        if journaled {
-            self.sync().await;
-            self.maybe_snapshot(node).await;
-        }
-        for (op, outcome, reply) in applied {
-            let commit = node.ctx.next_commit();
+        let Some(((_, last, _), _)) = prepared.last() else {
+            return;
+        };
+        let last = *last;
+        self.sync().await;
+        let committed = self.replica.borrow_mut().on_synced(last);
+        assert_eq!(
+            committed.map(|ops| *ops.end()),
+            Some(last),
+            "a group of one commits what it fsynced"
+        );
+        for ((op, number, prepared_outcome), reply) in prepared {
+            let outcome = node
+                .apply_local(&op)
+                .expect("a committed op applies on the public state as on the head state");
+            assert_eq!(outcome, prepared_outcome, "apply is deterministic");
+            self.replica.borrow_mut().on_applied(number);
+            let commit = number.0;
             let acks = broadcast(node, Arc::new(op), commit).await;
             node.mark_applied(commit);
             node.on_applied(&outcome).await;
@@ -160,30 +191,44 @@ impl Committer {
                 commit,
             });
         }
+        self.maybe_snapshot(node).await;
     }
 
-    /// Writes a snapshot when enough durable operations accumulated. Live
-    /// client sessions (and so group memberships) are left out: after a
-    /// restart they are gone, exactly as when replaying the journal.
+    /// Stamps an operation, validates it on the head state and journals it
+    /// (not yet synced). A rejection consumes no op number.
+    fn prepare(&self, mut op: MetadataOp) -> Result<(MetadataOp, Op, ApplyOutcome), MetadataError> {
+        let now_us = op.timestamp_us;
+        op.timestamp_us = self.replica.borrow().next_timestamp(now_us);
+        let outcome = self.head.borrow_mut().apply(&op)?;
+        let prepared = self
+            .replica
+            .borrow_mut()
+            .prepare(now_us)
+            .expect("the committer prepares at most a pipeline's worth per batch");
+        assert_eq!(
+            prepared.timestamp_us, op.timestamp_us,
+            "stamped as validated"
+        );
+        self.append(&op, prepared.op);
+        Ok((op, prepared.op, outcome))
+    }
+
+    /// Writes a snapshot when enough operations accumulated. It holds the
+    /// public state, which has applied exactly the journal's ops: live
+    /// sessions included, since their Register and Logout ops are journaled
+    /// too (boot ends the sessions a restart left behind, as journaled ops).
     async fn maybe_snapshot(&self, node: &Rc<Node>) {
         let sequence = self.journal.last_sequence();
         if sequence < self.snapshot_sequence.get() + SNAPSHOT_EVERY_OPS {
             return;
         }
-        let mut state = node.metadata().clone();
-        let clients: Vec<_> = state.clients().map(|c| c.id).collect();
-        for client in clients {
-            let op = MetadataOp {
-                timestamp_us: 0,
-                actor: engine::metadata::UserId(0),
-                kind: OpKind::UnregisterClient { client },
-            };
-            state
-                .apply(&op)
-                .expect("unregistering a registered client always applies");
-        }
+        assert_eq!(
+            node.metadata_commit(),
+            sequence,
+            "the snapshot covers exactly the journal's ops"
+        );
         let mut payload = Vec::new();
-        state.encode_snapshot(&mut payload);
+        node.metadata().encode_snapshot(&mut payload);
         match self.journal.write_snapshot(sequence, payload).await {
             Ok(()) => {
                 self.snapshot_sequence.set(sequence);
@@ -196,11 +241,12 @@ impl Committer {
         }
     }
 
-    async fn append(&self, op: &MetadataOp) {
+    fn append(&self, op: &MetadataOp, number: Op) {
         let mut bytes = Vec::with_capacity(128);
         op.encode(&mut bytes);
-        if let Err(e) = self.journal.append(&bytes) {
-            fatal(&format!("cannot append to the metadata journal: {e}"));
+        match self.journal.append(&bytes) {
+            Ok(sequence) => assert_eq!(sequence, number.0, "journal sequence = op number"),
+            Err(e) => fatal(&format!("cannot append to the metadata journal: {e}")),
         }
     }
 

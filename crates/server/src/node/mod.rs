@@ -39,7 +39,16 @@ use partitions::{OwnedPartition, PartitionAddr};
 
 use crate::session::{Bound, Transport};
 use crate::shard::ServerContext;
-pub use commit::{CommitResult, Committer};
+pub use commit::{CommitResult, Committer, CommitterStart};
+
+/// Who opens a session (see `Node::register_session`).
+#[derive(Debug, Clone, Copy)]
+pub struct SessionOwner {
+    pub client: u128,
+    pub user_id: u32,
+    pub transport: Transport,
+    pub peer: SocketAddr,
+}
 
 /// Why a login was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -299,11 +308,6 @@ impl Node {
         let _ = rx.await;
     }
 
-    /// A new session number: strictly increasing and non-zero.
-    pub fn new_session(&self) -> u64 {
-        self.ctx.next_session()
-    }
-
     pub async fn verify_password(
         &self,
         username: &str,
@@ -363,37 +367,49 @@ impl Node {
         });
     }
 
-    /// Login: the client's dedupe entry and its session in the metadata
-    /// (so it can join consumer groups).
-    pub fn session_started(
-        self: &Rc<Self>,
+    /// Login: commits the client's Register (its op is the session, binary
+    /// protocol §7.3.7), then binds the client's dedupe entry and the
+    /// connection's record. Fails when the commit was refused (the user was
+    /// deleted meanwhile).
+    pub async fn register_session(
+        &self,
         connection_id: u64,
-        bound: Bound,
-        transport: Transport,
-        peer: SocketAddr,
-    ) {
-        self.ctx.clients.bind(connection_id, Some(bound));
-        self.client_table
-            .borrow_mut()
-            .register(bound.client, bound.user_id, bound.session);
+        who: SessionOwner,
+    ) -> Result<Bound, engine::metadata::MetadataError> {
         let kind = OpKind::RegisterClient {
-            client: ClientId(bound.client),
-            user: UserId(bound.user_id),
-            transport: match transport {
+            client: ClientId(who.client),
+            user: UserId(who.user_id),
+            transport: match who.transport {
                 Transport::Tcp => engine::metadata::user::Transport::Tcp,
                 Transport::Quic => engine::metadata::user::Transport::Quic,
                 Transport::Http => engine::metadata::user::Transport::Http,
                 Transport::WebSocket => engine::metadata::user::Transport::WebSocket,
             },
-            address: peer.to_string(),
+            address: who.peer.to_string(),
         };
-        self.submit_detached(self.op(bound.user_id, kind));
+        let result = self.submit(self.op(who.user_id, kind)).await;
+        result.outcome?;
+        let session = consensus::Session::of_register(consensus::Op(result.commit));
+        let bound = Bound {
+            user_id: who.user_id,
+            client: who.client,
+            session: session.0,
+        };
+        self.ctx.clients.bind(connection_id, Some(bound));
+        self.client_table.borrow_mut().register(
+            consensus::ClientId(who.client),
+            who.user_id,
+            session,
+        );
+        Ok(bound)
     }
 
     /// Logout or disconnect: the session ends and its group memberships go.
     pub fn session_ended(self: &Rc<Self>, connection_id: u64, bound: Bound) {
         self.ctx.clients.bind(connection_id, None);
-        self.client_table.borrow_mut().unregister(bound.client);
+        self.client_table
+            .borrow_mut()
+            .unregister(consensus::ClientId(bound.client));
         if self.ctx.is_stopping() {
             return;
         }

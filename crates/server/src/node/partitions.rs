@@ -339,8 +339,11 @@ impl OwnedPartition {
             .log
             .append_at_when_ready(buffer, range, super::process_stats::now_us)
             .await?;
-        if self.durability == Durability::Persisted {
-            self.log.wait_durable(receipt.last_offset).await?;
+        // An acknowledged batch is at least in the kernel (it survives a
+        // process kill); `persisted` also waits for the fsync (power loss).
+        match self.durability {
+            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
+            _ => self.log.wait_written(receipt.last_offset).await?,
         }
         self.publish_stats();
         Ok(PartitionReply::Appended {

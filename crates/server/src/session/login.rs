@@ -9,7 +9,7 @@ use protocol::responses::LoginReply;
 use tracing::{debug, info};
 
 use super::{Bound, Reply, Session};
-use crate::node::LoginFailure;
+use crate::node::{LoginFailure, SessionOwner};
 
 impl Session {
     pub(super) async fn login(&mut self, header: &RequestHeader, body: &[u8]) -> Reply {
@@ -54,17 +54,28 @@ impl Session {
                 return reply;
             }
         };
-        let session = self.shard.node.new_session();
-        let bound = Bound {
-            user_id,
+        let owner = SessionOwner {
             client: header.client,
-            session,
+            user_id,
+            transport: self.transport,
+            peer: self.peer,
         };
-        self.shard
+        let bound = match self
+            .shard
             .node
-            .session_started(self.connection_id, bound, self.transport, self.peer);
+            .register_session(self.connection_id, owner)
+            .await
+        {
+            Ok(bound) => bound,
+            Err(e) => {
+                // The user went away between the credential check and the
+                // commit of its Register.
+                info!(peer = %self.peer, "login failed: {e}");
+                return Reply::frame(eviction(header, EvictionReason::InvalidCredentials));
+            }
+        };
         self.bound = Some(bound);
-        debug!(peer = %self.peer, user_id, session, "logged in");
+        debug!(peer = %self.peer, user_id, session = bound.session, "logged in");
         self.login_reply(header, bound)
     }
 

@@ -110,8 +110,6 @@ pub struct ServerContext {
     pub metrics: crate::metrics::Metrics,
     inboxes: Vec<Inbox>,
     next_client_id: AtomicU64,
-    next_session: AtomicU64,
-    next_commit: AtomicU64,
     next_handoff: AtomicUsize,
     stopping: AtomicBool,
     /// Open client connections across all shards.
@@ -145,8 +143,6 @@ impl ServerContext {
             metrics: crate::metrics::Metrics::new(command_labels()),
             inboxes,
             next_client_id: AtomicU64::new(1),
-            next_session: AtomicU64::new(1),
-            next_commit: AtomicU64::new(options.metadata_commit),
             next_handoff: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             open_connections: AtomicUsize::new(0),
@@ -156,16 +152,6 @@ impl ServerContext {
     /// A new server-wide connection number (never 0).
     pub fn next_client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// A new session number: strictly increasing, never 0.
-    pub fn next_session(&self) -> u64 {
-        self.next_session.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// The next metadata commit number (shard 0's committer only).
-    pub fn next_commit(&self) -> u64 {
-        self.next_commit.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Whether another connection may be accepted (a soft limit: hand-offs

@@ -43,6 +43,8 @@ pub struct ShardOptions {
     /// The recovered metadata state and its commit number.
     pub metadata: MetadataState,
     pub metadata_commit: u64,
+    /// The newest timestamp a metadata op carried.
+    pub metadata_last_timestamp_us: u64,
     pub journal_path: PathBuf,
     pub inbox_capacity: usize,
     pub frame_max_bytes: usize,
@@ -71,6 +73,7 @@ struct ShardStart {
     ready: mpsc::Sender<Ready>,
     metadata: MetadataState,
     commit: u64,
+    last_timestamp_us: u64,
     /// Shard 0 only: the listeners and the journal.
     listeners: Option<Listeners>,
     journal_path: Option<PathBuf>,
@@ -102,6 +105,7 @@ impl ShardSet {
                 ready: ready_tx.clone(),
                 metadata: options.metadata.clone(),
                 commit: options.metadata_commit,
+                last_timestamp_us: options.metadata_last_timestamp_us,
                 listeners: if first { listeners.take() } else { None },
                 journal_path: first.then(|| options.journal_path.clone()),
                 idle_spin: options.idle_spin,
@@ -214,12 +218,20 @@ async fn shard_main(start: ShardStart) {
         ready,
         metadata,
         commit,
+        last_timestamp_us,
         listeners,
         journal_path,
         idle_spin: _,
     } = start;
     let committer = match journal_path {
-        Some(path) => match Committer::open(&path).await {
+        Some(path) => match Committer::open(crate::node::CommitterStart {
+            metadata_dir: &path,
+            state: &metadata,
+            head: consensus::Op(commit),
+            last_timestamp_us,
+        })
+        .await
+        {
             Ok(committer) => Some(committer),
             Err(e) => {
                 let _ = ready.send(Ready::Failed {

@@ -233,3 +233,12 @@ fn read_dump(path: &Path) -> Option<toml::Value> {
     let text = std::fs::read_to_string(path).ok()?;
     text.parse::<toml::Value>().ok()
 }
+
+/// A test that cannot run here (no root, no PyPI) says so and passes,
+/// except under `CI=true`: there a skip would hide a gap, so it fails.
+pub fn skip(reason: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("cannot run under CI=true: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}

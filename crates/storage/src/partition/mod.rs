@@ -318,6 +318,12 @@ impl<S: Storage> PartitionLog<S> {
                 written: false,
             };
             state.push_batch(batch, messages);
+            assert_eq!(
+                state.next_offset,
+                receipt.last_offset + 1,
+                "appended at the end"
+            );
+            state.check_offsets();
             receipt
         };
         self.after_append();

@@ -176,6 +176,12 @@ pub(super) async fn open<S: Storage>(
     report.skipped_offsets = log_end..next_offset;
     let mut state = LogState::new(segments, next_offset, last_offset, last_timestamp);
     state.frontier = reserved;
+    // Postcondition: no offset below the old frontier is minted again.
+    assert!(
+        next_offset >= frontier && next_offset >= log_end,
+        "no offset reused"
+    );
+    state.check_offsets();
     let log = PartitionLog::from_state(storage, dir.to_path_buf(), options, state);
     tracing::info!(dir = %dir.display(), next_offset, messages = report.messages, "partition log recovered");
     Ok((log, report))

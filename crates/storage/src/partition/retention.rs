@@ -133,6 +133,7 @@ impl<S: Storage> PartitionLog<S> {
         let mut state = LogState::new(vec![segment], 0, None, 0);
         state.frontier = reserved;
         state.generation = self.state().generation + 1;
+        state.check_offsets();
         *self.state_mut() = state;
         Ok(())
     }

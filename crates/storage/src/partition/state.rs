@@ -161,6 +161,32 @@ impl<F> LogState<F> {
             .expect("a log always has an active segment")
     }
 
+    /// The offset order every transition keeps: durable ≤ written ≤ next
+    /// ≤ frontier (an offset is fsynced only once written, written only
+    /// once appended, appended only once durably reserved), the newest
+    /// offset is below the next one, and the unwritten counters agree with
+    /// the cache. Called after append, flush, sync, roll and recovery.
+    pub fn check_offsets(&self) {
+        let written_end = self.written_end();
+        assert!(self.durable_end <= written_end, "durable <= written");
+        assert!(written_end <= self.next_offset, "written <= next offset");
+        assert!(self.next_offset <= self.frontier, "next offset <= frontier");
+        assert!(
+            self.last_offset.is_none_or(|last| last < self.next_offset),
+            "the newest offset is below the next one"
+        );
+        assert!(
+            self.unwritten_batches <= self.cache.len(),
+            "unwritten in cache"
+        );
+        assert_eq!(
+            self.unwritten_batches == 0,
+            self.unwritten_bytes == 0,
+            "unwritten batches and bytes agree"
+        );
+        assert!(!self.active().sealed, "the active segment is never sealed");
+    }
+
     /// Every appended offset below this is in a segment file.
     pub fn written_end(&self) -> u64 {
         self.first_unwritten()

@@ -140,6 +140,40 @@ impl<S: Storage> PartitionLog<S> {
         Ok(())
     }
 
+    /// Returns once `offset` (an offset already handed out by `append`) is
+    /// written to its segment file (in the kernel's page cache, so it
+    /// survives a process kill but not a power loss), sharing one write
+    /// with concurrent callers. No fsync.
+    pub async fn wait_written(&self, offset: u64) -> Result<()> {
+        let generation = {
+            let state = self.state();
+            assert!(
+                offset < state.next_offset,
+                "wait_written({offset}) for an offset never appended"
+            );
+            if state.written_end() > offset {
+                return Ok(());
+            }
+            state.generation
+        };
+        let _io = self.inner.io.lock().await;
+        self.check_generation(generation)?;
+        if self.state().written_end() > offset {
+            return Ok(());
+        }
+        self.flush_locked().await?;
+        let state = self.state();
+        assert!(
+            state.written_end() > offset,
+            "a completed flush must cover the offset"
+        );
+        assert!(
+            state.durable_end <= state.written_end() && state.written_end() <= state.next_offset,
+            "durable <= written <= next offset"
+        );
+        Ok(())
+    }
+
     /// Flush loop; the caller holds the `io` lock.
     pub(super) async fn flush_locked(&self) -> Result<()> {
         loop {
@@ -148,6 +182,9 @@ impl<S: Storage> PartitionLog<S> {
                 let state = self.state();
                 let Some(chunk) = state.plan_flush_chunk(self.inner.options.segment_size_bytes)
                 else {
+                    // Postcondition: everything appended is in a segment.
+                    assert_eq!(state.written_end(), state.next_offset, "flushed to the end");
+                    state.check_offsets();
                     return Ok(());
                 };
                 let active = state.active();
@@ -267,6 +304,12 @@ impl<S: Storage> PartitionLog<S> {
         active.sealed = true;
         state.segments.push(segment);
         state.dir_dirty = true;
+        assert_eq!(
+            state.active().start_offset,
+            start_offset,
+            "rolled to the new segment"
+        );
+        state.check_offsets();
         Ok(())
     }
 
@@ -349,6 +392,11 @@ impl<S: Storage> PartitionLog<S> {
         state.segments.iter_mut().for_each(|s| s.unsynced = false);
         state.dir_dirty &= !dir_dirty;
         state.durable_end = state.durable_end.max(target);
+        assert!(
+            state.durable_end >= target,
+            "a sync covers what was written"
+        );
+        state.check_offsets();
         Ok(())
     }
 

@@ -49,8 +49,11 @@ pub struct SimFaults {
 /// How much unsynced state survives [`SimStorage::crash`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashMode {
-    /// Only synced state survives.
+    /// Only synced state survives (power loss).
     Clean,
+    /// Every completed write survives, synced or not: the process died but
+    /// the kernel's page cache did not (kill -9).
+    Process,
     /// Random parts of unsynced state survive, chosen from this seed.
     Torn { seed: u64 },
 }
@@ -205,8 +208,11 @@ impl SimFs {
     }
 
     fn crash_image(&self, mode: CrashMode) -> SimFs {
+        if mode == CrashMode::Process {
+            return self.process_crash_image();
+        }
         let mut rng = match mode {
-            CrashMode::Clean => 0,
+            CrashMode::Clean | CrashMode::Process => 0,
             CrashMode::Torn { seed } => seed,
         };
         let torn = matches!(mode, CrashMode::Torn { .. });
@@ -230,6 +236,31 @@ impl SimFs {
                 },
             );
         }
+        SimFs {
+            volatile_names: names.clone(),
+            durable_names: names,
+            dirs: self.dirs.clone(),
+            inodes,
+            next_inode: self.next_inode,
+            ..SimFs::default()
+        }
+    }
+
+    /// After a process kill the files hold exactly what was written, and
+    /// the kernel will still write it all back: volatile becomes durable.
+    fn process_crash_image(&self) -> SimFs {
+        let names = self.volatile_names.clone();
+        let inodes = names
+            .values()
+            .map(|id| {
+                let content = self.inodes[id].volatile.clone();
+                let inode = Inode {
+                    durable: content.clone(),
+                    volatile: content,
+                };
+                (*id, inode)
+            })
+            .collect();
         SimFs {
             volatile_names: names.clone(),
             durable_names: names,

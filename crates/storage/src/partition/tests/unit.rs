@@ -570,3 +570,37 @@ async fn full_disk_stalls_and_resumes(options: LogOptions) {
         5
     );
 }
+
+#[compio::test]
+async fn given_written_but_unsynced_batches_when_the_process_is_killed_should_keep_them() {
+    let storage = SimStorage::new();
+    let (log, _) = open(&storage, small_options()).await;
+    let before = storage.syncs_done();
+    let mut tasks = Vec::new();
+    for tag in 0..4 {
+        let log = log.clone();
+        tasks.push(compio::runtime::spawn(async move {
+            let receipt = log.append(record(tag, 1, 10), tag).unwrap();
+            log.wait_written(receipt.last_offset).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(storage.syncs_done(), before, "written, not fsynced");
+    assert_eq!(
+        log.unflushed_bytes(),
+        0,
+        "every acknowledged batch is written"
+    );
+
+    let killed = storage.crash(CrashMode::Process);
+    let (reopened, report) = open(&killed, small_options()).await;
+    assert_eq!(report.messages, 4, "a process kill keeps written batches");
+    let polled = reopened.read(0, 10, u64::MAX).await.unwrap();
+    assert_eq!(polled.iter().map(|r| r.count).sum::<u32>(), 4);
+
+    let power_lost = storage.crash(CrashMode::Clean);
+    let (_, report) = open(&power_lost, small_options()).await;
+    assert_eq!(report.messages, 0, "a power loss keeps only fsynced bytes");
+}

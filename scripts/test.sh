@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (`.ci/run`): formatting and lints
+# first (a warning is an error), then every test of the workspace.
+# Tests that need root or PyPI fail instead of skipping when CI=true.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
