@@ -32,8 +32,10 @@ use signal_hook::iterator::Signals;
 use tracing::{info, warn};
 
 use crate::args::Args;
+use crate::http::HttpSettings;
+use crate::node::context::Limits;
 use crate::shard::plan;
-use crate::shard::{Limits, ShardOptions, ShardSet};
+use crate::shard::{ShardOptions, ShardSet};
 use crate::transport::{self, BoundAddresses};
 use server::config::{self, ConfigSources, NumaTopology, SYSFS_SYSTEM_ROOT, ServerConfig};
 
@@ -79,10 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     let recovered = metadata::recover(&data, &root)?;
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let http_settings = crate::http::HttpSettings::from_config(&config.http)?;
-    let (listeners, bound) = transport::bind(config, http_settings)?;
+    let http_settings = HttpSettings::from_config(&config.http)?;
+    let (listeners, bound) = transport::bind(config)?;
     let options = shard_options(config, &data, recovered)?;
-    let mut shards = ShardSet::start(options, listeners, &bound)?;
+    let mut shards = ShardSet::start(options, listeners, http_settings, &bound)?;
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
     info!(dump = %dump.display(), tcp = ?bound.tcp, http = ?bound.http, "server ready");

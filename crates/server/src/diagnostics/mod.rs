@@ -10,8 +10,8 @@ use std::path::Path;
 
 use protocol::ErrorCode;
 
+use crate::node::context::ServerContext;
 use crate::node::process_stats;
-use crate::shard::ServerContext;
 
 /// Snapshot section codes (binary spec §8.9).
 const FILESYSTEM_OVERVIEW: u8 = 1;

@@ -10,9 +10,9 @@ use protocol::requests::{CreateConsumerGroup, GroupRef, TopicRef};
 use protocol::responses::{self, Assignment, ConsumerGroupInfo, GroupMember};
 
 use super::Call;
+use super::Reply;
 use super::convert::ident;
 use super::write::{self, CacheReply, no_payload};
-use crate::session::Reply;
 
 fn group_info<'a>(topic: &Topic, group: &'a ConsumerGroup) -> ConsumerGroupInfo<'a> {
     ConsumerGroupInfo {

@@ -18,12 +18,11 @@ use protocol::responses::{self, ConsumerOffsetInfo, PollReplyHeader, SendConfirm
 use storage::offsets::ConsumerKind;
 
 use super::convert::ident;
-use super::{Call, write};
+use super::{Call, Reply, write};
 use crate::node::Node;
 use crate::node::partitions::{
     ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart, PolledBody,
 };
-use crate::session::Reply;
 
 /// A resolved topic: ids, partition count, and the caller's permission.
 struct Target {
@@ -162,7 +161,7 @@ pub fn route_append(
     let partition = match partitioning.resolve(target.partitions_count) {
         Some(p) => p,
         None => {
-            let topic_ns = crate::shard::ownership::namespace(target.stream, target.topic, 0);
+            let topic_ns = crate::node::ownership::namespace(target.stream, target.topic, 0);
             node.next_balanced(topic_ns, target.partitions_count)
         }
     };

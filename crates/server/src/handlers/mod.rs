@@ -1,11 +1,13 @@
 //! Command handlers: one module per command family. `dispatch` decodes the
 //! body for the command code and calls the handler; handlers read this
 //! shard's metadata replica, submit metadata operations to the committer, or
-//! call the shard that owns a partition.
+//! call the shard that owns a partition. Each handler answers with one
+//! [`Reply`], which the session hands to its transport.
 
 pub mod convert;
 mod groups;
 pub mod messages;
+pub mod reply;
 mod streams;
 pub mod system;
 pub mod topics;
@@ -17,11 +19,21 @@ use protocol::reply::ReplyBuilder;
 use protocol::requests::Request;
 use protocol::{CommandCode, ErrorCode};
 
-use crate::session::{Bound, Reply, Session};
+use crate::node::Shard;
+use crate::node::clients::Bound;
+pub use reply::Reply;
+
+/// What a handler may see of the session that sent the command.
+#[derive(Clone, Copy)]
+pub struct SessionRef<'s> {
+    pub shard: &'s Shard,
+    /// Server-side connection number (client records are keyed by it).
+    pub connection_id: u64,
+}
 
 /// What every handler gets.
 pub struct Call<'s> {
-    pub session: &'s mut Session,
+    pub session: SessionRef<'s>,
     pub bound: Bound,
     pub header: &'s RequestHeader,
     /// Overrides the echoed operation of the reply (DeleteSegments).
@@ -73,7 +85,7 @@ impl Call<'_> {
 /// Runs one command; `frame` is the whole request (header and body), owned
 /// so that a sent batch can be stored without copying.
 pub async fn dispatch(
-    session: &mut Session,
+    session: SessionRef<'_>,
     bound: Bound,
     header: &RequestHeader,
     code: CommandCode,

@@ -8,9 +8,9 @@ use protocol::requests::{CreateStream, UpdateStream};
 use protocol::responses;
 
 use super::Call;
+use super::Reply;
 use super::convert::{ident, refuse_options, stream_details, stream_record, stream_totals};
 use super::write::{self, CacheReply, no_payload};
-use crate::session::Reply;
 
 /// A missing stream is an empty body (the SDK reads it as `None`).
 pub fn get(call: &Call<'_>, stream_id: Identifier<'_>) -> Reply {

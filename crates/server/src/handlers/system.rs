@@ -12,10 +12,11 @@ use protocol::responses::{
 };
 
 use super::Call;
+use super::Reply;
+use crate::metrics::Transport;
 use crate::node::Node;
 use crate::node::clients::ClientRecord;
 use crate::node::process_stats::{self, now_us};
-use crate::session::{Reply, Transport};
 
 /// Single-node answers name the cluster and the node like the reference.
 const CLUSTER_NAME: &str = "single-node";

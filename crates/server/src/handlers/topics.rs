@@ -8,9 +8,9 @@ use protocol::primitives::Identifier;
 use protocol::requests::{CreateTopic, DeleteSegments, PartitionsChange, TopicRef, UpdateTopic};
 
 use super::Call;
+use super::Reply;
 use super::convert::{TopicView, ident, option_entries, topic_details};
 use super::write::{self, CacheReply, no_payload};
-use crate::session::Reply;
 
 /// Most partitions one request may create or delete.
 pub const MAX_PARTITIONS_PER_REQUEST: u32 = 1000;

@@ -15,11 +15,11 @@ use protocol::requests::{
 use protocol::responses::{self, PersonalAccessTokenInfo};
 
 use super::Call;
+use super::Reply;
 use super::convert::{ident, permissions_in, refuse_options, user_details, user_info, user_status};
 use super::write::{self, CacheReply, error_code, no_payload};
 use crate::node::Node;
 use crate::node::process_stats::now_us;
-use crate::session::Reply;
 
 /// A missing user is an empty body.
 pub fn get(call: &Call<'_>, user_id: Identifier<'_>) -> Reply {

@@ -10,8 +10,8 @@ use protocol::header::EvictionReason;
 use protocol::reply::eviction;
 
 use super::Call;
+use super::Reply;
 use crate::node::process_stats::now_us;
-use crate::session::Reply;
 use consensus::client_table::Admission;
 use consensus::{ClientId, Op, RequestNumber, Session};
 

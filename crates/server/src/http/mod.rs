@@ -29,7 +29,7 @@ use send_wrapper::SendWrapper;
 use server::config::HttpConfig;
 use tracing::debug;
 
-use crate::shard::Shard;
+use crate::node::Shard;
 pub use auth::HttpAuth;
 use cors::Cors;
 pub use error::ApiError;
@@ -43,7 +43,8 @@ const VIEW: &str = "0";
 /// Everything the HTTP listener needs, built once at start-up.
 pub struct HttpSettings {
     pub auth: HttpAuth,
-    /// HTTPS (HTTP/2 through ALPN, or HTTP/1.1); set when binding.
+    /// HTTPS (HTTP/2 through ALPN, or HTTP/1.1); `transport` builds the
+    /// acceptor when it binds the socket.
     pub tls: Option<compio::tls::TlsAcceptor>,
     pub max_request_size: usize,
     pub cors: Option<Cors>,
@@ -103,9 +104,7 @@ async fn sweep_sessions(app: Rc<HttpApp>) {
 
 async fn accept_loop(listener: compio::net::TcpListener, app: Rc<HttpApp>) {
     let shard = app.shard.clone();
-    while let Some((stream, peer)) =
-        crate::transport::next_connection(&listener, &shard, "HTTP").await
-    {
+    while let Some((stream, peer)) = shard.next_connection(&listener, "HTTP").await {
         let _ = stream.set_nodelay(true);
         compio::runtime::spawn(serve_connection(app.clone(), stream, peer)).detach();
     }

@@ -6,7 +6,16 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 
-use crate::session::{Bound, Transport};
+use crate::metrics::Transport;
+
+/// The identity a session binds by a successful login: the user, the
+/// client's 128-bit id and the session number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub user_id: u32,
+    pub client: u128,
+    pub session: u64,
+}
 
 #[derive(Debug, Clone)]
 pub struct ClientRecord {

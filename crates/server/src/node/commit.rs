@@ -30,7 +30,7 @@ use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState};
 use tracing::error;
 
 use super::Node;
-use crate::shard::ShardMessage;
+use super::shard_message::ShardMessage;
 use storage::RealStorage;
 use storage::journal::Journal;
 

@@ -15,13 +15,17 @@
 mod cleaner;
 pub mod clients;
 mod commit;
+pub mod context;
 mod effects;
 pub mod heartbeat;
+pub mod ownership;
 pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;
 mod purge_gen;
 mod revocation;
+pub mod shard_message;
+pub mod shard_state;
 
 use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::collections::HashMap;
@@ -34,12 +38,14 @@ use crossfire::oneshot::{TxOneshot, oneshot};
 use engine::metadata::{ClientId, MetadataOp, MetadataState, OpKind, UserId, password, token};
 use tracing::{info, warn};
 
-use crate::shard::ShardMessage;
+use crate::metrics::Transport;
+use clients::Bound;
+use context::ServerContext;
 use partitions::{OwnedPartition, PartitionAddr};
+use shard_message::ShardMessage;
 
-use crate::session::{Bound, Transport};
-use crate::shard::ServerContext;
 pub use commit::{CommitResult, Committer, CommitterStart};
+pub use shard_state::Shard;
 
 /// Who opens a session (see `Node::register_session`).
 #[derive(Debug, Clone, Copy)]

@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 use engine::metadata::{PartitionId, StreamId, TopicId};
 use protocol::responses::PartitionInfo;
 
-use crate::shard::ownership::namespace;
+use super::ownership::namespace;
 
 #[derive(Debug, Default)]
 pub struct PartitionStats {

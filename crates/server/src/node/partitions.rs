@@ -1,7 +1,7 @@
 //! Partitions owned by this shard, and the operations other shards send to
 //! them (append, poll, consumer offsets, flush).
 //!
-//! A partition is owned by exactly one shard (`shard::ownership`). Handlers
+//! A partition is owned by exactly one shard (`node::ownership`). Handlers
 //! call [`Node::partition`]: on the owner the operation runs directly,
 //! otherwise it travels to the owner's inbox as a [`PartitionCall`] and the
 //! answer comes back on a oneshot channel. Replies are owned bytes so they
@@ -22,9 +22,9 @@ use storage::{LogOptions, PartitionLog, RealStorage, StorageError};
 use tracing::{error, warn};
 
 use super::Node;
+use super::ownership::{namespace, owner};
 use super::partition_stats::PartitionStats;
-use crate::shard::ShardMessage;
-use crate::shard::ownership::{namespace, owner};
+use super::shard_message::ShardMessage;
 use server::config::DirectIo;
 
 /// Where a poll starts.

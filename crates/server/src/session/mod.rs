@@ -8,7 +8,6 @@
 //! since the SDK would otherwise wait 30 s for a reply that never comes.
 
 mod login;
-pub mod reply;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -18,20 +17,15 @@ use protocol::reply::{ReplyBuilder, eviction};
 use protocol::{CommandCode, ErrorCode, Route, route};
 use tracing::debug;
 
-use crate::handlers;
-use crate::shard::Shard;
-pub use reply::Reply;
+use crate::handlers::{self, SessionRef};
+use crate::node::Shard;
 
+/// What a session hands back to its transport (built by the handlers).
+pub use crate::handlers::Reply;
 /// How a client reached us (one enum for client records and metrics).
 pub use crate::metrics::Transport;
-
 /// The identity bound by a successful login.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bound {
-    pub user_id: u32,
-    pub client: u128,
-    pub session: u64,
-}
+pub use crate::node::clients::Bound;
 
 pub struct Session {
     pub shard: Rc<Shard>,
@@ -115,7 +109,11 @@ impl Session {
                 ReplyBuilder::for_request(header).denial(ErrorCode::InvalidFormat),
             );
         }
-        handlers::dispatch(self, bound, header, code, frame).await
+        let caller = SessionRef {
+            shard: &self.shard,
+            connection_id: self.connection_id,
+        };
+        handlers::dispatch(caller, bound, header, code, frame).await
     }
 
     /// Binary protocol §7.5: what an unbound connection may do.

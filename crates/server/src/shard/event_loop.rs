@@ -12,7 +12,6 @@
 //! with no request the shard parks as before and an idle server uses no
 //! CPU.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll};
@@ -20,20 +19,9 @@ use std::time::{Duration, Instant};
 
 use compio::runtime::Runtime;
 
-thread_local! {
-    /// Requests served by this thread so far.
-    static ACTIVITY: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Records that this shard served a request: it keeps polling for
-/// `spin` after the last one.
-pub fn note_activity() {
-    ACTIVITY.with(|count| count.set(count.get().wrapping_add(1)));
-}
-
-fn activity() -> u64 {
-    ACTIVITY.with(Cell::get)
-}
+// Serving a request records activity (`Shard::request_guard`); the loop
+// keeps polling for `spin` after the last one.
+use crate::node::shard_state::activity;
 
 /// Runs `future` to completion on `runtime`; `spin` zero parks at once.
 pub fn block_on<F: Future>(runtime: &Runtime, future: F, spin: Duration) -> F::Output {
@@ -78,6 +66,7 @@ pub fn block_on<F: Future>(runtime: &Runtime, future: F, spin: Duration) -> F::O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::shard_state::note_activity;
 
     /// Spawned tasks, timers and activity all complete under the spinning
     /// loop as under compio's own.

@@ -14,10 +14,8 @@
 
 mod context;
 mod event_loop;
-pub mod ownership;
 pub mod plan;
 
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -31,9 +29,11 @@ use crossfire::mpsc::{Array, bounded_async};
 use engine::metadata::MetadataState;
 use tracing::{error, info, warn};
 
-use crate::node::{Committer, Node};
+use crate::http::{self, HttpSettings};
+use crate::node::context::{Limits, ServerContext};
+use crate::node::shard_message::ShardMessage;
+use crate::node::{Committer, Node, Shard, shard_state};
 use crate::transport::{self, BoundAddresses, Listeners};
-pub use context::{Limits, ServerContext, ShardMessage};
 use plan::ShardSpec;
 
 pub struct ShardOptions {
@@ -74,8 +74,8 @@ struct ShardStart {
     metadata: MetadataState,
     commit: u64,
     last_timestamp_us: u64,
-    /// Shard 0 only: the listeners and the journal.
-    listeners: Option<Listeners>,
+    /// Shard 0 only: the listeners, the HTTP API's settings and the journal.
+    listeners: Option<(Listeners, HttpSettings)>,
     journal_path: Option<PathBuf>,
     idle_spin: Duration,
 }
@@ -85,6 +85,7 @@ impl ShardSet {
     pub fn start(
         options: ShardOptions,
         listeners: Listeners,
+        http: HttpSettings,
         bound: &BoundAddresses,
     ) -> anyhow::Result<ShardSet> {
         let (senders, receivers): (Vec<_>, Vec<_>) = options
@@ -92,10 +93,10 @@ impl ShardSet {
             .iter()
             .map(|_| bounded_async::<ShardMessage>(options.inbox_capacity))
             .unzip();
-        let context = Arc::new(ServerContext::new(&options, senders, bound));
+        let context = Arc::new(context::server_context(&options, senders, bound));
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::new();
-        let mut listeners = Some(listeners);
+        let mut listeners = Some((listeners, http));
         for (spec, inbox) in options.specs.into_iter().zip(receivers) {
             let first = spec.id == 0;
             let start = ShardStart {
@@ -252,8 +253,8 @@ async fn shard_main(start: ShardStart) {
         });
         return;
     }
-    if let Some(listeners) = listeners {
-        transport::serve(&shard, listeners);
+    if let Some((listeners, http)) = listeners {
+        serve_listeners(&shard, listeners, http);
     }
     let _ = ready.send(Ready::Started);
     while let Ok(message) = inbox.recv().await {
@@ -275,7 +276,7 @@ async fn shard_main(start: ShardStart) {
                 applied.send(());
             }
             ShardMessage::Partition(call) => {
-                event_loop::note_activity();
+                shard_state::note_activity();
                 shard.node.serve_partition_call(call)
             }
         }
@@ -284,72 +285,10 @@ async fn shard_main(start: ShardStart) {
     shard.node.stop().await;
 }
 
-/// State owned by one shard thread.
-pub struct Shard {
-    pub id: u16,
-    pub ctx: Arc<ServerContext>,
-    pub node: Rc<Node>,
-    connections: Rc<Cell<usize>>,
-    requests_in_flight: Rc<Cell<usize>>,
-}
-
-impl Shard {
-    fn new(id: u16, ctx: Arc<ServerContext>, node: Node) -> Self {
-        Self {
-            id,
-            ctx,
-            node: Rc::new(node),
-            connections: Default::default(),
-            requests_in_flight: Default::default(),
-        }
-    }
-
-    /// Counts a live connection until the guard drops.
-    pub fn connection_guard(&self) -> CountGuard {
-        CountGuard::new(&self.connections)
-    }
-
-    /// Counts a request being executed until the guard drops; shutdown waits
-    /// for these (bounded by the drain timeout), not for idle connections.
-    pub fn request_guard(&self) -> CountGuard {
-        event_loop::note_activity();
-        CountGuard::new(&self.requests_in_flight)
-    }
-
-    async fn drain(&self) {
-        let deadline = Instant::now() + self.ctx.drain_timeout;
-        while self.requests_in_flight.get() > 0 && Instant::now() < deadline {
-            compio::time::sleep(Duration::from_millis(5)).await;
-        }
-        if self.requests_in_flight.get() > 0 {
-            let in_flight = self.requests_in_flight.get();
-            warn!(
-                shard = self.id,
-                in_flight, "requests still running at the drain deadline are abandoned"
-            );
-        }
-        if self.connections.get() > 0 {
-            info!(
-                shard = self.id,
-                open = self.connections.get(),
-                "closing connections at shutdown"
-            );
-        }
-    }
-}
-
-/// Decrements its counter when dropped.
-pub struct CountGuard(Rc<Cell<usize>>);
-
-impl CountGuard {
-    fn new(counter: &Rc<Cell<usize>>) -> Self {
-        counter.set(counter.get() + 1);
-        Self(counter.clone())
-    }
-}
-
-impl Drop for CountGuard {
-    fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
-    }
+/// Starts every accept loop on shard 0, in the order the listeners were
+/// bound; the HTTP socket (and its TLS acceptor) was bound with the others.
+fn serve_listeners(shard: &Rc<Shard>, listeners: Listeners, settings: HttpSettings) {
+    transport::serve(shard, listeners, |listener, tls| {
+        http::serve(shard, listener, HttpSettings { tls, ..settings })
+    });
 }

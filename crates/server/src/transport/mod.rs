@@ -11,7 +11,11 @@
 //! | WebSocket | accepted on shard 0, handed to shards round-robin |
 //! | WebSocket + TLS | shard 0 |
 //! | QUIC | shard 0 |
-//! | HTTP, HTTPS | shard 0 (`crate::http`) |
+//! | HTTP, HTTPS | shard 0 (bound here, served by `http`) |
+//!
+//! The HTTP API sits beside this module, not below it: its socket and TLS
+//! acceptor are bound here with the others, and the shard layer hands them
+//! to `http` through the callback `serve` takes.
 
 pub mod quic;
 pub mod tcp;
@@ -27,10 +31,9 @@ use compio::tls::TlsAcceptor;
 use server::config::{ListenerTlsConfig, ServerConfig};
 use tracing::info;
 
-use crate::http::HttpSettings;
-use crate::shard::Shard;
+use crate::node::Shard;
+use crate::node::shard_message::{ShardMessage, WsLimits};
 use tls::CertSource;
-use websocket::WsLimits;
 
 /// The addresses actually bound (None = not served).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,7 +47,8 @@ pub struct BoundAddresses {
 /// Bound sockets with what serving them needs, handed to shard 0.
 pub struct Listeners {
     tcp: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
-    http: Option<(std::net::TcpListener, HttpSettings)>,
+    /// The HTTP API's socket and, for HTTPS, its TLS acceptor.
+    http: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
     websocket: Option<(std::net::TcpListener, WsLimits, Option<TlsAcceptor>)>,
     /// The socket, its configuration and the connection receive window.
     quic: Option<(std::net::UdpSocket, compio::quic::ServerConfig, u64)>,
@@ -65,10 +69,7 @@ fn listener_tls(key: &str, tls: &ListenerTlsConfig, alpn: &[&[u8]]) -> anyhow::R
 }
 
 /// Binds every enabled transport.
-pub fn bind(
-    config: &ServerConfig,
-    mut http_settings: HttpSettings,
-) -> anyhow::Result<(Listeners, BoundAddresses)> {
+pub fn bind(config: &ServerConfig) -> anyhow::Result<(Listeners, BoundAddresses)> {
     let mut bound = BoundAddresses::default();
     let tcp = if config.tcp.enabled {
         let listener = bind_tcp("TCP", "tcp.address", config.tcp.address)?;
@@ -87,16 +88,7 @@ pub fn bind(
     let http = if config.http.enabled {
         let listener = bind_tcp("HTTP", "http.address", config.http.address)?;
         bound.http = Some(listener.local_addr()?);
-        if config.http.tls.enabled {
-            let source = CertSource::Files {
-                cert: config.http.tls.cert_file.clone(),
-                key: config.http.tls.key_file.clone(),
-            };
-            let identity = source.identity().context("http.tls")?;
-            let alpn: &[&[u8]] = &[b"h2", b"http/1.1"];
-            http_settings.tls = Some(TlsAcceptor::from(tls::server_config(identity, alpn)?));
-        }
-        Some((listener, http_settings))
+        Some((listener, https_acceptor(config)?))
     } else {
         info!("HTTP listener disabled by configuration (http.enabled = false)");
         None
@@ -149,6 +141,21 @@ pub fn bind(
         },
         bound,
     ))
+}
+
+/// The HTTPS acceptor (HTTP/2 through ALPN, or HTTP/1.1), when
+/// `http.tls` is enabled.
+fn https_acceptor(config: &ServerConfig) -> anyhow::Result<Option<TlsAcceptor>> {
+    if !config.http.tls.enabled {
+        return Ok(None);
+    }
+    let source = CertSource::Files {
+        cert: config.http.tls.cert_file.clone(),
+        key: config.http.tls.key_file.clone(),
+    };
+    let identity = source.identity().context("http.tls")?;
+    let alpn: &[&[u8]] = &[b"h2", b"http/1.1"];
+    Ok(Some(TlsAcceptor::from(tls::server_config(identity, alpn)?)))
 }
 
 /// UDP socket buffer size asked for (the kernel caps it at
@@ -220,34 +227,6 @@ fn quic_limits(config: &ServerConfig) -> quic::QuicLimits {
     }
 }
 
-/// Waits for the next connection this shard may take: retries failed
-/// accepts, drops connections beyond `tcp.max_connections`, and returns
-/// `None` once the server is stopping.
-pub async fn next_connection(
-    listener: &compio::net::TcpListener,
-    shard: &Shard,
-    name: &str,
-) -> Option<(compio::net::TcpStream, SocketAddr)> {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("{name} accept failed: {e}");
-                compio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if shard.ctx.is_stopping() {
-            return None;
-        }
-        if !shard.ctx.has_connection_room() {
-            tracing::debug!(%peer, "refusing a {name} connection: tcp.max_connections reached");
-            continue;
-        }
-        return Some((stream, peer));
-    }
-}
-
 /// Spreads plaintext connections over the shards (round-robin): returns the
 /// stream when this shard should serve it, otherwise hands a duplicate of
 /// its descriptor to the chosen shard as the message `adopt` builds.
@@ -255,7 +234,7 @@ pub fn hand_off(
     shard: &Shard,
     stream: compio::net::TcpStream,
     peer: SocketAddr,
-    adopt: impl FnOnce(std::net::TcpStream) -> crate::shard::ShardMessage,
+    adopt: impl FnOnce(std::net::TcpStream) -> ShardMessage,
 ) -> Option<compio::net::TcpStream> {
     let target = shard.ctx.pick_shard();
     if target == usize::from(shard.id) {
@@ -273,13 +252,18 @@ pub fn hand_off(
     None
 }
 
-/// Starts the accept loops on shard 0.
-pub fn serve(shard: &Rc<Shard>, listeners: Listeners) {
+/// Starts the accept loops on shard 0; `serve_http` starts the HTTP API's
+/// on its socket (with the HTTPS acceptor, if any).
+pub fn serve(
+    shard: &Rc<Shard>,
+    listeners: Listeners,
+    serve_http: impl FnOnce(std::net::TcpListener, Option<TlsAcceptor>),
+) {
     if let Some((listener, tls)) = listeners.tcp {
         tcp::serve(shard, listener, tls);
     }
-    if let Some((listener, settings)) = listeners.http {
-        crate::http::serve(shard, listener, settings);
+    if let Some((listener, tls)) = listeners.http {
+        serve_http(listener, tls);
     }
     if let Some((listener, limits, tls)) = listeners.websocket {
         websocket::serve(shard, listener, limits, tls);

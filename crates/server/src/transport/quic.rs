@@ -21,9 +21,9 @@ use protocol::header::{HEADER_SIZE, frame_size};
 use tracing::{debug, info, warn};
 
 use super::tls::Identity;
+use crate::node::Shard;
 use crate::node::heartbeat::{ConnectionHandle, Liveness};
 use crate::session::{self, Transport};
-use crate::shard::Shard;
 
 /// Application error codes on close.
 const CLOSE_NORMAL: u32 = 0;

@@ -19,9 +19,10 @@ use tracing::{debug, info, warn};
 
 use protocol::header::{HEADER_SIZE, frame_size};
 
+use crate::node::Shard;
 use crate::node::heartbeat::Liveness;
+use crate::node::shard_message::ShardMessage;
 use crate::session::{self, Transport};
-use crate::shard::{Shard, ShardMessage};
 
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
 /// with `tls`, connections are terminated and served here.
@@ -38,7 +39,7 @@ pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<Tls
 }
 
 async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAcceptor) {
-    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "TCP").await {
+    while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
         let (shard, tls) = (shard.clone(), tls.clone());
         compio::runtime::spawn(async move {
             let _open = shard.connection_guard();
@@ -62,7 +63,7 @@ async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAccept
 }
 
 async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
-    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "TCP").await {
+    while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
         let adopt = |stream| ShardMessage::AdoptTcp { stream, peer };
         if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
             spawn_connection(&shard, stream, peer);

@@ -30,31 +30,20 @@ use compio::ws::{IntoMaybeTlsStream, WebSocketStream};
 use protocol::header::{HEADER_SIZE, frame_size};
 use tracing::{debug, info, warn};
 
+use crate::node::Shard;
 use crate::node::heartbeat::Liveness;
+use crate::node::shard_message::{ShardMessage, WsLimits};
 use crate::session::{self, Transport};
-use crate::shard::{Shard, ShardMessage};
 
-/// The WebSocket limits from `[websocket]`.
-#[derive(Debug, Clone, Copy)]
-pub struct WsLimits {
-    pub read_buffer_size: usize,
-    pub write_buffer_size: usize,
-    pub max_write_buffer_size: usize,
-    pub max_message_size: usize,
-    pub max_frame_size: usize,
-    pub accept_unmasked_frames: bool,
-}
-
-impl WsLimits {
-    fn config(&self) -> WebSocketConfig {
-        WebSocketConfig::default()
-            .read_buffer_size(self.read_buffer_size)
-            .write_buffer_size(self.write_buffer_size)
-            .max_write_buffer_size(self.max_write_buffer_size)
-            .max_message_size(Some(self.max_message_size))
-            .max_frame_size(Some(self.max_frame_size))
-            .accept_unmasked_frames(self.accept_unmasked_frames)
-    }
+/// The tungstenite configuration for the `[websocket]` limits.
+fn websocket_config(limits: &WsLimits) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(limits.read_buffer_size)
+        .write_buffer_size(limits.write_buffer_size)
+        .max_write_buffer_size(limits.max_write_buffer_size)
+        .max_message_size(Some(limits.max_message_size))
+        .max_frame_size(Some(limits.max_frame_size))
+        .accept_unmasked_frames(limits.accept_unmasked_frames)
 }
 
 /// Spawns the accept loop on shard 0.
@@ -77,7 +66,7 @@ async fn accept_loop(
     limits: WsLimits,
     tls: Option<TlsAcceptor>,
 ) {
-    while let Some((stream, peer)) = super::next_connection(&listener, &shard, "WebSocket").await {
+    while let Some((stream, peer)) = shard.next_connection(&listener, "WebSocket").await {
         if let Some(tls) = &tls {
             spawn_wss(&shard, stream, peer, limits, tls.clone());
             continue;
@@ -142,7 +131,7 @@ async fn upgrade_and_serve<T>(
 ) where
     T: IntoMaybeTlsStream<TcpStream>,
 {
-    let config = compio::ws::Config::from(limits.config());
+    let config = compio::ws::Config::from(websocket_config(&limits));
     let upgrade = compio::ws::accept_async_with_config(stream, config);
     let mut ws = match compio::time::timeout(shard.ctx.limits.handshake_grace, upgrade).await {
         Ok(Ok(ws)) => ws,

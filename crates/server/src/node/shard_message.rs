@@ -1,0 +1,59 @@
+//! What shards send each other through their bounded inboxes (and what the
+//! main thread sends them at shutdown). The messages live here, below the
+//! layers that build them, because the node itself sends metadata and
+//! partition calls; the shard layer only receives and dispatches them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crossfire::oneshot::TxOneshot;
+use engine::metadata::MetadataOp;
+
+use super::CommitResult;
+use super::partitions::PartitionCall;
+
+/// Messages between shards (and from the main thread to shards).
+pub enum ShardMessage {
+    /// Stop accepting, finish or fail in-flight work, flush, exit.
+    Shutdown,
+    /// A plaintext TCP connection accepted on shard 0, duplicated to this shard
+    /// before any byte was read.
+    AdoptTcp {
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+    },
+    /// A plaintext WebSocket connection accepted on shard 0, before its
+    /// upgrade.
+    AdoptWebSocket {
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+        limits: WsLimits,
+    },
+    /// To shard 0: commit this metadata operation and answer on `reply`.
+    MetadataSubmit {
+        op: MetadataOp,
+        reply: TxOneshot<CommitResult>,
+    },
+    /// From shard 0: apply this committed operation (in commit order), with
+    /// its effects on this shard's partitions, then signal `applied`.
+    MetadataApplied {
+        op: Arc<MetadataOp>,
+        commit: u64,
+        applied: TxOneshot<()>,
+    },
+    /// To a partition's owner: run this partition operation.
+    Partition(PartitionCall),
+}
+
+/// The WebSocket limits from `[websocket]`. Defined here rather than in
+/// `transport::websocket` because a hand-off message carries them to the
+/// shard that adopts the connection.
+#[derive(Debug, Clone, Copy)]
+pub struct WsLimits {
+    pub read_buffer_size: usize,
+    pub write_buffer_size: usize,
+    pub max_write_buffer_size: usize,
+    pub max_message_size: usize,
+    pub max_frame_size: usize,
+    pub accept_unmasked_frames: bool,
+}
