@@ -277,3 +277,43 @@ async fn given_purged_topic_when_restarting_should_stay_purged_and_keep_new_mess
     assert_eq!(payloads[0].0, 0);
     assert!(payloads.iter().all(|(_, p)| p.starts_with(b"new-")));
 }
+
+/// A partition added after a purge must not look, at the next start, like
+/// one that missed that purge (it would be emptied, losing what it held).
+#[tokio::test]
+async fn given_partition_added_after_a_purge_when_restarting_should_keep_its_messages() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    client.create_stream("grow").await.unwrap();
+    client
+        .create_topic(&name("grow"), "t", &TopicCreateOptions::default())
+        .await
+        .unwrap();
+    client.purge_topic(&name("grow"), &name("t")).await.unwrap();
+    client
+        .create_partitions(&name("grow"), &name("t"), 1)
+        .await
+        .unwrap();
+    let mut messages: Vec<IggyMessage> = (0..5).map(|i| payload_message("new", i, 16)).collect();
+    client
+        .send_messages(
+            &name("grow"),
+            &name("t"),
+            &Partitioning::partition_id(1),
+            &mut messages,
+        )
+        .await
+        .unwrap();
+    drop(client);
+    server.kill();
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let polled = read_back(&client, "grow", "t", 1, PollingStrategy::offset(0), 10).await;
+    assert_eq!(
+        polled.messages.len(),
+        5,
+        "the new partition kept its messages"
+    );
+}

@@ -11,6 +11,7 @@ pub mod journal;
 mod lock;
 pub mod offsets;
 pub mod partition;
+pub mod purge_gen;
 pub mod seam;
 
 pub use error::{Result, StorageError};

@@ -72,8 +72,8 @@ impl Node {
                 continue;
             };
             let expired =
-                expiry_us.map_or(0, |e| partition.log.expired_sealed_segments(now_us(), e));
-            let over = budget.map_or(0, |b| partition.log.sealed_segments_over_budget(b));
+                expiry_us.map_or(0, |e| partition.log().expired_sealed_segments(now_us(), e));
+            let over = budget.map_or(0, |b| partition.log().sealed_segments_over_budget(b));
             let wanted = expired.max(over).min(SEGMENTS_PER_PASS);
             if wanted == 0 {
                 continue;

@@ -10,7 +10,6 @@ use tracing::error;
 
 use super::Node;
 use super::partitions::PartitionAddr;
-use super::purge_gen;
 
 impl Node {
     pub(crate) async fn on_applied(&self, outcome: &ApplyOutcome) {
@@ -94,16 +93,17 @@ impl Node {
         }
     }
 
-    fn topic_options(&self, stream: u32, topic: u32) -> Option<TopicOptions> {
+    /// A topic's options and how many purges it has had.
+    fn topic_options(&self, stream: u32, topic: u32) -> Option<(TopicOptions, u64)> {
         let metadata = self.metadata();
         let topic = metadata
             .stream(engine::metadata::StreamId(stream))?
             .topic(engine::metadata::TopicId(topic))?;
-        Some(topic.options)
+        Some((topic.options, topic.purge_generation))
     }
 
     async fn create_partitions(&self, stream: u32, topic: u32, first: u32, count: u32) {
-        let Some(options) = self.topic_options(stream, topic) else {
+        let Some((options, purge_generation)) = self.topic_options(stream, topic) else {
             return;
         };
         for partition in first..first + count {
@@ -124,7 +124,10 @@ impl Node {
                 error!(?addr, "cannot remove a stale partition directory: {e}");
                 continue;
             }
-            if let Err(e) = self.open_partition(addr, &options).await {
+            if let Err(e) = self
+                .create_partition(addr, &options, purge_generation)
+                .await
+            {
                 error!(?addr, "cannot create the partition log: {e}");
             }
         }
@@ -145,7 +148,7 @@ impl Node {
             let removed = self.partitions.borrow_mut().remove(&ns);
             self.ctx.partition_stats.remove(ns);
             if let Some(partition) = removed
-                && let Err(e) = partition.log.delete().await
+                && let Err(e) = partition.log().delete().await
             {
                 error!(ns, "cannot delete the partition directory: {e}");
             }
@@ -160,15 +163,12 @@ impl Node {
         }
     }
 
-    pub(super) async fn purge_partition(&self, ns: u64, generation: u64) {
+    async fn purge_partition(&self, ns: u64, generation: u64) {
         let partition = self.partitions.borrow().get(&ns).cloned();
         let Some(partition) = partition else { return };
-        if let Err(e) = partition.purge().await {
+        if let Err(e) = partition.purge(generation).await {
+            // The generation stays unrecorded: the next start purges again.
             error!(ns, "cannot purge the partition: {e}");
-            return;
-        }
-        if let Err(e) = purge_gen::store(&self.partition_dir(addr_of(ns)), generation).await {
-            error!(ns, "cannot record the purge generation: {e}");
         }
     }
 

@@ -22,7 +22,6 @@ pub mod ownership;
 pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;
-mod purge_gen;
 mod revocation;
 pub mod shard_message;
 pub mod shard_state;
@@ -134,19 +133,16 @@ impl Node {
                 .collect()
         };
         for (addr, options, purge_generation) in &owned {
-            self.open_partition(*addr, options).await.map_err(|e| {
-                anyhow::anyhow!(
-                    "partition {}/{}/{}: {e}",
-                    addr.stream,
-                    addr.topic,
-                    addr.partition
-                )
-            })?;
-            // A purge committed before a crash but not carried out on disk.
-            if purge_gen::load(&self.partition_dir(*addr)).await < *purge_generation {
-                info!(?addr, "completing a purge interrupted by a restart");
-                self.purge_partition(addr.ns(), *purge_generation).await;
-            }
+            self.open_partition(*addr, options, *purge_generation)
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "partition {}/{}/{}: {e}",
+                        addr.stream,
+                        addr.topic,
+                        addr.partition
+                    )
+                })?;
         }
         if !owned.is_empty() {
             info!(
@@ -182,7 +178,7 @@ impl Node {
     pub async fn stop(&self) {
         let owned: Vec<Rc<OwnedPartition>> = self.partitions.borrow().values().cloned().collect();
         for partition in owned {
-            if let Err(e) = partition.log.close().await {
+            if let Err(e) = partition.log().close().await {
                 warn!("closing a partition log failed: {e}");
             }
         }

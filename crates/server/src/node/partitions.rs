@@ -7,19 +7,18 @@
 //! answer comes back on a oneshot channel. Replies are owned bytes so they
 //! can cross threads.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
 use engine::metadata::topic::options::{Durability, TopicOptions};
+use engine::partition::{Partition, PartitionError, PartitionOptions};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use protocol::responses::PollReplyHeader;
-use storage::offsets::{ConsumerKind, OffsetStore};
 use storage::{LogOptions, PartitionLog, RealStorage, StorageError};
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use super::Node;
 use super::ownership::{namespace, owner};
@@ -27,19 +26,7 @@ use super::partition_stats::PartitionStats;
 use super::shard_message::ShardMessage;
 use server::config::DirectIo;
 
-/// Where a poll starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PollStart {
-    Offset(u64),
-    Timestamp(u64),
-    First,
-    Last,
-    /// Stored offset of this consumer + 1, or 0.
-    Next,
-}
-
-/// Whose offset (the storage kind and the numeric id).
-pub type ConsumerKey = (ConsumerKind, u32);
+pub use engine::partition::{ConsumerKey, PollStart};
 
 #[derive(Debug)]
 pub enum PartitionOp {
@@ -145,17 +132,11 @@ impl PartitionAddr {
     }
 }
 
-/// One partition owned by this shard.
+/// One partition owned by this shard: the engine's partition (its rules
+/// over the real disk) and the figures every shard's replies show.
 pub struct OwnedPartition {
-    pub log: PartitionLog<RealStorage>,
-    offsets_store: OffsetStore<RealStorage>,
-    offsets: std::cell::RefCell<HashMap<ConsumerKey, u64>>,
-    /// The highest offset served to each consumer group (not persisted: after
-    /// a restart no member survives, so nothing is in flight).
-    served: std::cell::RefCell<HashMap<ConsumerKey, u64>>,
+    pub partition: Partition<RealStorage>,
     stats: Arc<PartitionStats>,
-    durability: Durability,
-    offset_durability: Durability,
     partition_id: u32,
 }
 
@@ -178,16 +159,9 @@ impl Node {
         owner(ns, self.ctx.shard_count) == usize::from(self.shard_id)
     }
 
-    /// Opens (creating if missing) a partition this shard owns.
-    pub(super) async fn open_partition(
-        &self,
-        addr: PartitionAddr,
-        options: &TopicOptions,
-    ) -> Result<(), StorageError> {
-        let ns = addr.ns();
-        let dir = self.partition_dir(addr);
+    fn partition_options(&self, addr: PartitionAddr, options: &TopicOptions) -> PartitionOptions {
         let persisted = options.durability == Durability::Persisted;
-        let log_options = LogOptions {
+        let log = LogOptions {
             partition_id: u64::from(addr.partition),
             segment_size_bytes: options.segment_size_bytes,
             messages_required_to_save: u64::from(options.messages_required_to_save),
@@ -203,40 +177,68 @@ impl Node {
             direct_sync: persisted,
             ..LogOptions::default()
         };
-        let (log, report) = PartitionLog::open(RealStorage, &dir, log_options).await?;
-        if !report.truncated.is_empty() {
-            warn!(dir = %dir.display(), truncated = ?report.truncated, "recovered a partition with a torn tail");
-        }
-        let offsets_store = OffsetStore::new(RealStorage, &dir);
-        offsets_store.create_dirs().await?;
-        let loaded = offsets_store.load_all().await?;
-        for problem in &loaded.problems {
-            warn!(dir = %dir.display(), ?problem, "ignored an unreadable consumer offset");
-        }
-        let offsets = loaded
-            .offsets
-            .iter()
-            .map(|o| ((o.kind, o.id), o.offset))
-            .collect();
-        let partition = OwnedPartition {
+        PartitionOptions {
             log,
-            offsets_store,
-            offsets: std::cell::RefCell::new(offsets),
-            served: std::cell::RefCell::new(HashMap::new()),
-            stats: self.ctx.partition_stats.cell(ns),
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
+        }
+    }
+
+    /// Opens a partition this shard owns, carrying out a purge the
+    /// metadata committed (`purge_generation`) that a crash interrupted.
+    pub(super) async fn open_partition(
+        &self,
+        addr: PartitionAddr,
+        options: &TopicOptions,
+        purge_generation: u64,
+    ) -> Result<(), StorageError> {
+        let dir = self.partition_dir(addr);
+        let options = self.partition_options(addr, options);
+        let opened = Partition::open(RealStorage, &dir, options, purge_generation).await?;
+        if !opened.report.truncated.is_empty() {
+            warn!(dir = %dir.display(), truncated = ?opened.report.truncated, "recovered a partition with a torn tail");
+        }
+        for problem in &opened.offset_problems {
+            warn!(dir = %dir.display(), ?problem, "ignored an unreadable consumer offset");
+        }
+        if opened.purge_completed {
+            info!(?addr, "completed a purge interrupted by a restart");
+        }
+        self.adopt_partition(addr, opened.partition);
+        Ok(())
+    }
+
+    /// Creates a new partition of a topic that was purged
+    /// `purge_generation` times (it records that, so no later open purges
+    /// it for them).
+    pub(super) async fn create_partition(
+        &self,
+        addr: PartitionAddr,
+        options: &TopicOptions,
+        purge_generation: u64,
+    ) -> Result<(), StorageError> {
+        let dir = self.partition_dir(addr);
+        let options = self.partition_options(addr, options);
+        let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
+        self.adopt_partition(addr, partition);
+        Ok(())
+    }
+
+    fn adopt_partition(&self, addr: PartitionAddr, partition: Partition<RealStorage>) {
+        let ns = addr.ns();
+        let owned = OwnedPartition {
+            partition,
+            stats: self.ctx.partition_stats.cell(ns),
             partition_id: addr.partition,
         };
-        partition.publish_stats();
+        owned.publish_stats();
         // A background flush can roll segments over after an append has
         // returned; republish then too, so replies never show a stale count.
-        let stats = partition.stats.clone();
-        partition
-            .log
+        let stats = owned.stats.clone();
+        owned
+            .log()
             .observe_flushes(Rc::new(move |log| publish_stats(log, &stats)));
-        self.partitions.borrow_mut().insert(ns, Rc::new(partition));
-        Ok(())
+        self.partitions.borrow_mut().insert(ns, Rc::new(owned));
     }
 
     /// Runs a partition operation on its owner shard.
@@ -287,14 +289,22 @@ impl Node {
                 partition.store_offset(consumer, offset).await
             }
             PartitionOp::DeleteOffset { consumer } => partition.delete_offset(consumer).await,
-            PartitionOp::InFlight { consumer } => {
-                Ok(PartitionReply::InFlight(partition.in_flight(consumer)))
-            }
+            PartitionOp::InFlight { consumer } => Ok(PartitionReply::InFlight(
+                partition.partition.in_flight(consumer),
+            )),
             PartitionOp::Flush { fsync } => partition.flush(fsync).await,
         };
-        result.unwrap_or_else(|e| {
-            error!(ns, "partition operation failed: {e}");
-            PartitionReply::Failed(storage_error_code(&e))
+        result.unwrap_or_else(|e| match e {
+            PartitionError::OffsetBeyondEnd { .. } => {
+                PartitionReply::Failed(ErrorCode::InvalidOffset)
+            }
+            PartitionError::OffsetNotFound => {
+                PartitionReply::Failed(ErrorCode::ConsumerOffsetNotFound)
+            }
+            PartitionError::Storage(e) => {
+                error!(ns, "partition operation failed: {e}");
+                PartitionReply::Failed(storage_error_code(&e))
+            }
         })
     }
 }
@@ -320,54 +330,27 @@ fn storage_error_code(e: &StorageError) -> ErrorCode {
 }
 
 impl OwnedPartition {
-    fn publish_stats(&self) {
-        publish_stats(&self.log, &self.stats);
+    pub fn log(&self) -> &PartitionLog<RealStorage> {
+        self.partition.log()
     }
 
-    fn current_offset(&self) -> u64 {
-        self.log.last_offset().unwrap_or(0)
+    fn publish_stats(&self) {
+        publish_stats(self.log(), &self.stats);
     }
 
     async fn append(
         &self,
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
-    ) -> Result<PartitionReply, StorageError> {
-        // Producers faster than the disk wait for a flush (bounded memory),
-        // and appends that outrun the offset renewal wait for a reservation.
+    ) -> Result<PartitionReply, PartitionError> {
         let receipt = self
-            .log
-            .append_at_when_ready(buffer, range, super::process_stats::now_us)
+            .partition
+            .append(buffer, range, super::process_stats::now_us)
             .await?;
-        // An acknowledged batch is at least in the kernel (it survives a
-        // process kill); `persisted` also waits for the fsync (power loss).
-        match self.durability {
-            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
-            _ => self.log.wait_written(receipt.last_offset).await?,
-        }
         self.publish_stats();
         Ok(PartitionReply::Appended {
             base_offset: receipt.base_offset,
         })
-    }
-
-    async fn resolve_start(
-        &self,
-        start: PollStart,
-        count: u32,
-        consumer: ConsumerKey,
-    ) -> Result<Option<u64>, StorageError> {
-        let Some(last) = self.log.last_offset() else {
-            return Ok(None);
-        };
-        Ok(match start {
-            PollStart::Offset(offset) => Some(offset),
-            PollStart::First => Some(self.log.first_offset().unwrap_or(0)),
-            PollStart::Last => Some(last.saturating_sub(u64::from(count.max(1)) - 1)),
-            PollStart::Next => Some(self.offsets.borrow().get(&consumer).map_or(0, |o| o + 1)),
-            PollStart::Timestamp(ts) => self.log.find_offset_by_timestamp(ts).await?,
-        }
-        .filter(|&offset| offset <= last))
     }
 
     async fn poll(
@@ -377,135 +360,62 @@ impl OwnedPartition {
         consumer: ConsumerKey,
         auto_commit: bool,
         max_bytes: u64,
-    ) -> Result<PartitionReply, StorageError> {
-        let current_offset = self.current_offset();
-        let from = if count == 0 {
-            None
-        } else {
-            self.resolve_start(start, count, consumer).await?
-        };
-        let records = match from {
-            Some(from) => self.log.read(from, count, max_bytes).await?,
-            None => Vec::new(),
-        };
-        let messages: u32 = records.iter().map(|r| r.count).sum();
+    ) -> Result<PartitionReply, PartitionError> {
+        let polled = self
+            .partition
+            .poll(start, count, consumer, auto_commit, max_bytes)
+            .await?;
+        let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
             header: PollReplyHeader {
                 partition_id: self.partition_id,
-                current_offset,
+                current_offset: polled.current_offset,
                 messages_count: messages,
             },
-            records: records
+            records: polled
+                .records
                 .iter()
                 .map(|r| (r.header, r.bytes.slice(r.frames.clone())))
                 .collect(),
         };
-        if consumer.0 == ConsumerKind::ConsumerGroup
-            && let Some(last) = records
-                .last()
-                .map(|r| r.first_offset + u64::from(r.count) - 1)
-        {
-            let mut served = self.served.borrow_mut();
-            let entry = served.entry(consumer).or_insert(last);
-            *entry = (*entry).max(last);
-        }
-        if auto_commit
-            && let Some(last) = records
-                .last()
-                .map(|r| r.first_offset + u64::from(r.count) - 1)
-        {
-            let advanced = self
-                .offsets
-                .borrow()
-                .get(&consumer)
-                .is_none_or(|&stored| last > stored);
-            if advanced {
-                self.offsets.borrow_mut().insert(consumer, last);
-                self.offsets_store
-                    .store(consumer.0, consumer.1, last, false)
-                    .await?;
-            }
-        }
         Ok(PartitionReply::Polled(body))
     }
 
     fn get_offset(&self, consumer: ConsumerKey) -> PartitionReply {
-        let stored = self.offsets.borrow().get(&consumer).copied();
-        PartitionReply::Offset(stored.map(|s| (self.current_offset(), s)))
+        let stored = self.partition.stored_offset(consumer);
+        PartitionReply::Offset(stored.map(|s| (self.partition.current_offset(), s)))
     }
 
     async fn store_offset(
         &self,
         consumer: ConsumerKey,
         offset: u64,
-    ) -> Result<PartitionReply, StorageError> {
-        match self.log.last_offset() {
-            Some(last) if offset <= last => {}
-            _ => return Ok(PartitionReply::Failed(ErrorCode::InvalidOffset)),
-        }
-        self.offsets.borrow_mut().insert(consumer, offset);
-        let fsync = self.offset_durability == Durability::Persisted;
-        self.offsets_store
-            .store(consumer.0, consumer.1, offset, fsync)
-            .await?;
-        let caught_up = self
-            .served
-            .borrow()
-            .get(&consumer)
-            .is_none_or(|&served| offset >= served);
+    ) -> Result<PartitionReply, PartitionError> {
+        let caught_up = self.partition.store_offset(consumer, offset).await?;
         Ok(PartitionReply::Stored { caught_up })
     }
 
-    /// Served beyond the stored offset: moving this partition now could
-    /// redeliver what the current owner is still processing.
-    fn in_flight(&self, consumer: ConsumerKey) -> bool {
-        let Some(&served) = self.served.borrow().get(&consumer) else {
-            return false;
-        };
-        self.offsets
-            .borrow()
-            .get(&consumer)
-            .is_none_or(|&stored| stored < served)
-    }
-
-    async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, StorageError> {
-        if self.offsets.borrow_mut().remove(&consumer).is_none() {
-            return Ok(PartitionReply::Failed(ErrorCode::ConsumerOffsetNotFound));
-        }
-        self.offsets_store.delete(consumer.0, consumer.1).await?;
+    async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, PartitionError> {
+        self.partition.delete_offset(consumer).await?;
         Ok(PartitionReply::Done)
     }
 
-    async fn flush(&self, fsync: bool) -> Result<PartitionReply, StorageError> {
-        if fsync {
-            self.log.sync().await?
-        } else {
-            self.log.flush().await?
-        }
+    async fn flush(&self, fsync: bool) -> Result<PartitionReply, PartitionError> {
+        self.partition.flush(fsync).await?;
         // A flush may have rolled segments over.
         self.publish_stats();
         Ok(PartitionReply::Done)
     }
 
-    /// Purge: an empty log from offset 0 and no stored offsets.
-    pub(super) async fn purge(&self) -> Result<(), StorageError> {
-        self.log.purge().await?;
-        self.offsets.borrow_mut().clear();
-        self.offsets_store.delete_all().await?;
+    /// Purge number `generation` (see `engine::partition`).
+    pub(super) async fn purge(&self, generation: u64) -> Result<(), PartitionError> {
+        self.partition.purge(generation).await?;
         self.publish_stats();
         Ok(())
     }
 
-    /// The lowest stored offset: retention never deletes past it.
-    pub(super) fn barrier(&self) -> Option<u64> {
-        self.offsets.borrow().values().copied().min()
-    }
-
-    pub(super) async fn delete_segments(&self, count: u32) -> Result<usize, StorageError> {
-        let deleted = self
-            .log
-            .delete_oldest_sealed_segments(count as usize, self.barrier())
-            .await?;
+    pub(super) async fn delete_segments(&self, count: u32) -> Result<usize, PartitionError> {
+        let deleted = self.partition.delete_segments(count).await?;
         self.publish_stats();
         Ok(deleted)
     }

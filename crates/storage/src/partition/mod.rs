@@ -342,6 +342,12 @@ impl<S: Storage> PartitionLog<S> {
         self.state().durable_end.checked_sub(1)
     }
 
+    /// Every message with an offset at or below it is in a segment file
+    /// (the kernel has it; it survives a process kill).
+    pub fn written_offset(&self) -> Option<u64> {
+        self.state().written_end().checked_sub(1)
+    }
+
     pub fn first_offset(&self) -> Option<u64> {
         self.state().first_offset()
     }

@@ -11,14 +11,19 @@
 //! A missing file is generation 0. An unreadable one is reported and read
 //! as 0, which at worst purges again data that was already purged.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use protocol::checksum::xxh3_64;
-use storage::RealStorage;
-use storage::seam::{read_whole, write_atomically};
+
+use crate::error::{Result, io_error};
+use crate::seam::{Storage, read_whole, write_atomically};
 
 pub const PURGE_GEN_FILE: &str = "purge.gen";
 const SIZE: usize = 16;
+
+pub fn path(partition_dir: &Path) -> PathBuf {
+    partition_dir.join(PURGE_GEN_FILE)
+}
 
 pub fn encode(generation: u64) -> [u8; SIZE] {
     let mut out = [0u8; SIZE];
@@ -35,27 +40,29 @@ pub fn decode(bytes: &[u8]) -> Option<u64> {
         .then(|| u64::from_le_bytes(generation.try_into().expect("8 bytes")))
 }
 
-pub async fn load(dir: &Path) -> u64 {
-    match read_whole(&RealStorage, &dir.join(PURGE_GEN_FILE)).await {
+/// The generation last recorded in `partition_dir` (0 when none is).
+pub async fn load<S: Storage>(storage: &S, partition_dir: &Path) -> u64 {
+    let path = path(partition_dir);
+    match read_whole(storage, &path).await {
         Ok(None) => 0,
         Ok(Some(bytes)) => decode(&bytes).unwrap_or_else(|| {
-            tracing::warn!(dir = %dir.display(), "unreadable purge.gen; treating it as generation 0");
+            tracing::warn!(file = %path.display(), "unreadable purge.gen; treating it as generation 0");
             0
         }),
         Err(e) => {
-            tracing::warn!(dir = %dir.display(), "cannot read purge.gen: {e}");
+            tracing::warn!(file = %path.display(), "cannot read purge.gen: {e}");
             0
         }
     }
 }
 
-pub async fn store(dir: &Path, generation: u64) -> std::io::Result<()> {
-    write_atomically(
-        &RealStorage,
-        &dir.join(PURGE_GEN_FILE),
-        encode(generation).to_vec(),
-    )
-    .await
+/// Records `generation` atomically (temporary file, fsync, rename, dir
+/// fsync): call it only once the purge it names is complete on disk.
+pub async fn store<S: Storage>(storage: &S, partition_dir: &Path, generation: u64) -> Result<()> {
+    let path = path(partition_dir);
+    write_atomically(storage, &path, encode(generation).to_vec())
+        .await
+        .map_err(io_error("write purge generation", &path))
 }
 
 #[cfg(test)]

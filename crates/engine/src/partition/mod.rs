@@ -1,0 +1,370 @@
+//! One partition as the engine runs it, over the storage seam: its log,
+//! the stored offset of each consumer, and what each consumer group was
+//! served. The server moves requests to the owning shard and renders
+//! replies; the rules live here, so the simulated disk's crash tests cover
+//! them.
+//!
+//! The rules: an append is acknowledged once the partition's durability
+//! allows (`replicated`: written to the kernel, `persisted`: fsynced, with
+//! concurrent appends sharing the write or fsync); a poll starts where its
+//! strategy says (`Next` = the consumer's stored offset + 1) and, with
+//! auto-commit, stores the last offset it served; an offset is stored only
+//! below the log's end; a purge empties the log and every offset and then
+//! records its generation, so a purge interrupted by a crash is carried out
+//! again at open and a completed one never twice.
+//!
+//! Invariants: a stored offset never exceeds the log's last offset when it
+//! is stored; `served` only grows until a purge; the recorded purge
+//! generation never decreases.
+
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use storage::offsets::{ConsumerKind, OffsetProblem, OffsetStore};
+use storage::{
+    AppendReceipt, LogOptions, PartitionLog, PolledRecord, RecoveryReport, Storage, StorageError,
+    purge_gen,
+};
+
+use crate::metadata::topic::options::Durability;
+
+/// Whose offset: the storage kind and the numeric id.
+pub type ConsumerKey = (ConsumerKind, u32);
+
+/// Where a poll starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollStart {
+    Offset(u64),
+    Timestamp(u64),
+    First,
+    Last,
+    /// The consumer's stored offset + 1, or 0.
+    Next,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("offset {offset} is beyond the partition's last message")]
+    OffsetBeyondEnd { offset: u64 },
+    #[error("no offset is stored for this consumer")]
+    OffsetNotFound,
+}
+
+pub type Result<T> = std::result::Result<T, PartitionError>;
+
+/// How a partition behaves (its topic's options).
+#[derive(Debug, Clone)]
+pub struct PartitionOptions {
+    pub log: LogOptions,
+    pub durability: Durability,
+    pub offset_durability: Durability,
+}
+
+/// A poll's result: the partition's current offset and the records.
+#[derive(Debug, Clone)]
+pub struct Polled {
+    pub current_offset: u64,
+    pub records: Vec<PolledRecord>,
+}
+
+/// What opening found.
+pub struct Opened<S: Storage> {
+    pub partition: Partition<S>,
+    pub report: RecoveryReport,
+    pub offset_problems: Vec<OffsetProblem>,
+    /// A committed purge was carried out now (the process stopped between
+    /// its commit and its completion).
+    pub purge_completed: bool,
+}
+
+pub struct Partition<S: Storage> {
+    storage: S,
+    dir: PathBuf,
+    log: PartitionLog<S>,
+    offsets_store: OffsetStore<S>,
+    offsets: RefCell<HashMap<ConsumerKey, u64>>,
+    /// The highest offset served to each consumer group. Not persisted:
+    /// after a restart no member survives, so nothing is in flight.
+    served: RefCell<HashMap<ConsumerKey, u64>>,
+    durability: Durability,
+    offset_durability: Durability,
+    purge_generation: Cell<u64>,
+}
+
+impl<S: Storage> Partition<S> {
+    /// Opens (creating if missing) the partition in `dir`. A purge the
+    /// metadata committed (`committed_purge_generation`) but that the disk
+    /// does not record yet is carried out before the partition serves.
+    pub async fn open(
+        storage: S,
+        dir: &Path,
+        options: PartitionOptions,
+        committed_purge_generation: u64,
+    ) -> std::result::Result<Opened<S>, StorageError> {
+        let (log, report) = PartitionLog::open(storage.clone(), dir, options.log).await?;
+        let offsets_store = OffsetStore::new(storage.clone(), dir);
+        offsets_store.create_dirs().await?;
+        let loaded = offsets_store.load_all().await?;
+        let offsets = loaded
+            .offsets
+            .iter()
+            .map(|o| ((o.kind, o.id), o.offset))
+            .collect();
+        let recorded = purge_gen::load(&storage, dir).await;
+        let partition = Partition {
+            storage,
+            dir: dir.to_path_buf(),
+            log,
+            offsets_store,
+            offsets: RefCell::new(offsets),
+            served: RefCell::new(HashMap::new()),
+            durability: options.durability,
+            offset_durability: options.offset_durability,
+            purge_generation: Cell::new(recorded),
+        };
+        let purge_completed = recorded < committed_purge_generation;
+        if purge_completed {
+            partition
+                .purge(committed_purge_generation)
+                .await
+                .map_err(|e| match e {
+                    PartitionError::Storage(e) => e,
+                    other => unreachable!("a purge fails only in storage: {other}"),
+                })?;
+        }
+        Ok(Opened {
+            partition,
+            report,
+            offset_problems: loaded.problems,
+            purge_completed,
+        })
+    }
+
+    /// Creates a new partition of a topic whose purges so far number
+    /// `topic_purge_generation`: it records that generation before serving,
+    /// so a later open never mistakes it for a partition that missed them.
+    pub async fn create(
+        storage: S,
+        dir: &Path,
+        options: PartitionOptions,
+        topic_purge_generation: u64,
+    ) -> std::result::Result<Partition<S>, StorageError> {
+        let opened = Partition::open(storage, dir, options, 0).await?;
+        let partition = opened.partition;
+        assert_eq!(
+            partition.log.last_offset(),
+            None,
+            "a new partition is empty"
+        );
+        if topic_purge_generation > partition.purge_generation.get() {
+            purge_gen::store(&partition.storage, dir, topic_purge_generation).await?;
+            partition.purge_generation.set(topic_purge_generation);
+        }
+        Ok(partition)
+    }
+
+    pub fn log(&self) -> &PartitionLog<S> {
+        &self.log
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The offset of the newest message (0 when empty), as replies show it.
+    pub fn current_offset(&self) -> u64 {
+        self.log.last_offset().unwrap_or(0)
+    }
+
+    pub fn purge_generation(&self) -> u64 {
+        self.purge_generation.get()
+    }
+
+    /// Appends the batch record at `buffer[range]` and returns once the
+    /// partition's durability allows acknowledging it: written to the
+    /// kernel (survives a process kill) or, under `persisted`, fsynced.
+    /// Producers faster than the disk or the offset reservation wait.
+    pub async fn append(
+        &self,
+        buffer: Vec<u8>,
+        range: Range<usize>,
+        now_us: impl FnOnce() -> u64,
+    ) -> Result<AppendReceipt> {
+        let receipt = self.log.append_at_when_ready(buffer, range, now_us).await?;
+        match self.durability {
+            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
+            Durability::Replicated => self.log.wait_written(receipt.last_offset).await?,
+        }
+        // Postconditions: the acknowledged batch is in a segment file, and
+        // under `persisted` fsynced.
+        assert!(
+            self.log.written_offset() >= Some(receipt.last_offset),
+            "an acknowledged batch is written"
+        );
+        assert!(
+            self.durability != Durability::Persisted
+                || self.log.durable_offset() >= Some(receipt.last_offset),
+            "a persisted acknowledgement is fsynced"
+        );
+        Ok(receipt)
+    }
+
+    async fn resolve_start(
+        &self,
+        start: PollStart,
+        count: u32,
+        consumer: ConsumerKey,
+    ) -> Result<Option<u64>> {
+        let Some(last) = self.log.last_offset() else {
+            return Ok(None);
+        };
+        let from = match start {
+            PollStart::Offset(offset) => Some(offset),
+            PollStart::First => Some(self.log.first_offset().unwrap_or(0)),
+            PollStart::Last => Some(last.saturating_sub(u64::from(count.max(1)) - 1)),
+            PollStart::Next => Some(self.stored_offset(consumer).map_or(0, |o| o + 1)),
+            PollStart::Timestamp(ts) => self.log.find_offset_by_timestamp(ts).await?,
+        };
+        Ok(from.filter(|&offset| offset <= last))
+    }
+
+    /// Reads up to `count` messages (at most `max_bytes`) from where
+    /// `start` says. A consumer group's served mark advances; with
+    /// `auto_commit` the last offset served is stored.
+    pub async fn poll(
+        &self,
+        start: PollStart,
+        count: u32,
+        consumer: ConsumerKey,
+        auto_commit: bool,
+        max_bytes: u64,
+    ) -> Result<Polled> {
+        let current_offset = self.current_offset();
+        let from = if count == 0 {
+            None
+        } else {
+            self.resolve_start(start, count, consumer).await?
+        };
+        let records = match from {
+            Some(from) => self.log.read(from, count, max_bytes).await?,
+            None => Vec::new(),
+        };
+        let last_served = records
+            .last()
+            .map(|r| r.first_offset + u64::from(r.count) - 1);
+        if let Some(last) = last_served {
+            if consumer.0 == ConsumerKind::ConsumerGroup {
+                let mut served = self.served.borrow_mut();
+                let entry = served.entry(consumer).or_insert(last);
+                *entry = (*entry).max(last);
+            }
+            if auto_commit
+                && self
+                    .stored_offset(consumer)
+                    .is_none_or(|stored| last > stored)
+            {
+                self.offsets.borrow_mut().insert(consumer, last);
+                self.offsets_store
+                    .store(consumer.0, consumer.1, last, false)
+                    .await?;
+            }
+        }
+        Ok(Polled {
+            current_offset,
+            records,
+        })
+    }
+
+    pub fn stored_offset(&self, consumer: ConsumerKey) -> Option<u64> {
+        self.offsets.borrow().get(&consumer).copied()
+    }
+
+    /// Stores a consumer's offset (written before it returns; fsynced under
+    /// `persisted` offset durability). Returns whether it reaches the
+    /// highest offset ever served to that consumer (a pending revocation
+    /// may then complete).
+    pub async fn store_offset(&self, consumer: ConsumerKey, offset: u64) -> Result<bool> {
+        match self.log.last_offset() {
+            Some(last) if offset <= last => {}
+            _ => return Err(PartitionError::OffsetBeyondEnd { offset }),
+        }
+        self.offsets.borrow_mut().insert(consumer, offset);
+        let fsync = self.offset_durability == Durability::Persisted;
+        self.offsets_store
+            .store(consumer.0, consumer.1, offset, fsync)
+            .await?;
+        let caught_up = self
+            .served
+            .borrow()
+            .get(&consumer)
+            .is_none_or(|&served| offset >= served);
+        Ok(caught_up)
+    }
+
+    pub async fn delete_offset(&self, consumer: ConsumerKey) -> Result<()> {
+        if self.offsets.borrow_mut().remove(&consumer).is_none() {
+            return Err(PartitionError::OffsetNotFound);
+        }
+        self.offsets_store.delete(consumer.0, consumer.1).await?;
+        Ok(())
+    }
+
+    /// Served beyond the stored offset: moving this partition now could
+    /// redeliver what the current owner is still processing.
+    pub fn in_flight(&self, consumer: ConsumerKey) -> bool {
+        let Some(&served) = self.served.borrow().get(&consumer) else {
+            return false;
+        };
+        self.stored_offset(consumer)
+            .is_none_or(|stored| stored < served)
+    }
+
+    pub async fn flush(&self, fsync: bool) -> Result<()> {
+        if fsync {
+            self.log.sync().await?;
+        } else {
+            self.log.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Purge number `generation`: an empty log from offset 0 and no stored
+    /// offsets, then the generation recorded (last, so a crash before it
+    /// makes the next open purge again).
+    pub async fn purge(&self, generation: u64) -> Result<()> {
+        assert!(
+            generation >= self.purge_generation.get(),
+            "purge generations never go back"
+        );
+        self.log.purge().await?;
+        self.offsets.borrow_mut().clear();
+        self.served.borrow_mut().clear();
+        self.offsets_store.delete_all().await?;
+        purge_gen::store(&self.storage, &self.dir, generation).await?;
+        self.purge_generation.set(generation);
+        assert_eq!(self.log.last_offset(), None, "a purged log is empty");
+        Ok(())
+    }
+
+    /// The lowest stored offset: retention never deletes past it.
+    pub fn barrier(&self) -> Option<u64> {
+        self.offsets.borrow().values().copied().min()
+    }
+
+    /// Deletes up to `count` of the oldest sealed segments, never past the
+    /// barrier. Returns how many went.
+    pub async fn delete_segments(&self, count: u32) -> Result<usize> {
+        let deleted = self
+            .log
+            .delete_oldest_sealed_segments(count as usize, self.barrier())
+            .await?;
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,177 @@
+//! The partition's rules on the simulated disk: auto-commit and offsets
+//! across a process kill, and purges interrupted by a crash at every sync.
+
+use std::path::PathBuf;
+
+use protocol::batch::build_record;
+use storage::seam::{CrashMode, SimFaults};
+use storage::{LogOptions, SimStorage};
+
+use super::*;
+
+fn dir() -> PathBuf {
+    PathBuf::from("/data/streams/1/topics/1/partitions/0")
+}
+
+fn options() -> PartitionOptions {
+    PartitionOptions {
+        log: LogOptions {
+            segment_size_bytes: 4096,
+            offset_reservation: 64,
+            ..LogOptions::default()
+        },
+        durability: Durability::Replicated,
+        offset_durability: Durability::Replicated,
+    }
+}
+
+async fn open(storage: &SimStorage, committed_purge: u64) -> Opened<SimStorage> {
+    Partition::open(storage.clone(), &dir(), options(), committed_purge)
+        .await
+        .expect("open")
+}
+
+async fn append(partition: &Partition<SimStorage>, tag: u64, count: usize) {
+    let payloads: Vec<Vec<u8>> = (0..count)
+        .map(|i| format!("{tag}-{i}").into_bytes())
+        .collect();
+    let messages: Vec<(u128, &[u8], &[u8])> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (u128::from(tag) << 32 | i as u128, p.as_slice(), &b""[..]))
+        .collect();
+    let record = build_record(tag, &messages);
+    let whole = 0..record.len();
+    partition
+        .append(record, whole, || tag)
+        .await
+        .expect("append");
+}
+
+const CONSUMER: ConsumerKey = (ConsumerKind::Consumer, 7);
+
+#[compio::test]
+async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_the_last_served() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    append(&partition, 1, 5).await;
+    append(&partition, 2, 5).await;
+    let polled = partition
+        .poll(PollStart::Next, 4, CONSUMER, true, u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(polled.records.iter().map(|r| r.count).sum::<u32>(), 4);
+    assert_eq!(partition.stored_offset(CONSUMER), Some(3));
+
+    let killed = storage.crash(CrashMode::Process);
+    let reopened = open(&killed, 0).await.partition;
+    assert_eq!(
+        reopened.log().last_offset(),
+        Some(9),
+        "acknowledged appends survive"
+    );
+    let next = reopened
+        .poll(PollStart::Next, 100, CONSUMER, false, u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(next.records.first().map(|r| r.first_offset), Some(4));
+}
+
+#[compio::test]
+async fn given_offset_beyond_the_end_when_storing_should_refuse() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    let refused = partition.store_offset(CONSUMER, 0).await;
+    assert!(matches!(
+        refused,
+        Err(PartitionError::OffsetBeyondEnd { offset: 0 })
+    ));
+    append(&partition, 1, 2).await;
+    assert!(partition.store_offset(CONSUMER, 1).await.unwrap());
+    assert!(matches!(
+        partition.delete_offset((ConsumerKind::Consumer, 8)).await,
+        Err(PartitionError::OffsetNotFound)
+    ));
+}
+
+#[compio::test]
+async fn given_group_served_beyond_its_offset_when_asked_should_report_in_flight() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    append(&partition, 1, 3).await;
+    let group = (ConsumerKind::ConsumerGroup, 1);
+    partition
+        .poll(PollStart::Offset(0), 3, group, false, u64::MAX)
+        .await
+        .unwrap();
+    assert!(partition.in_flight(group));
+    let caught_up = partition.store_offset(group, 2).await.unwrap();
+    assert!(caught_up && !partition.in_flight(group));
+}
+
+/// A purge committed by the metadata but cut short by a crash after any
+/// number of syncs is carried out at the next open; a completed one is
+/// never repeated (messages appended after it survive the next open).
+#[compio::test]
+async fn given_purge_interrupted_at_every_sync_when_reopening_should_complete_it_exactly_once() {
+    let mut crash_point = 0u64;
+    loop {
+        let storage = SimStorage::new();
+        let partition = open(&storage, 0).await.partition;
+        append(&partition, 1, 4).await;
+        partition.store_offset(CONSUMER, 2).await.unwrap();
+        partition.flush(true).await.unwrap();
+        storage.set_faults(SimFaults {
+            crash_after_syncs: Some(storage.syncs_done() + crash_point),
+            ..SimFaults::default()
+        });
+        let finished = partition.purge(1).await.is_ok();
+        let rebooted = storage.crash(CrashMode::Clean);
+        let opened = open(&rebooted, 1).await;
+        let partition = opened.partition;
+        assert_eq!(
+            partition.log().last_offset(),
+            None,
+            "crash point {crash_point}"
+        );
+        assert_eq!(
+            partition.stored_offset(CONSUMER),
+            None,
+            "crash point {crash_point}"
+        );
+        assert_eq!(partition.purge_generation(), 1);
+        append(&partition, 2, 1).await;
+        partition.flush(true).await.unwrap();
+        let appended = partition.log().last_offset();
+        assert!(appended.is_some());
+        let again = open(&rebooted.crash(CrashMode::Clean), 1).await;
+        assert!(!again.purge_completed, "a recorded purge never runs twice");
+        assert_eq!(again.partition.log().last_offset(), appended);
+        if finished {
+            assert!(
+                !opened.purge_completed,
+                "a finished purge is recorded durably"
+            );
+            break;
+        }
+        assert!(opened.purge_completed, "an interrupted purge is completed");
+        crash_point += 1;
+        assert!(crash_point < 64, "a purge finishes within 64 syncs");
+    }
+}
+
+#[compio::test]
+async fn given_partition_created_after_a_purge_when_reopened_should_keep_its_messages() {
+    let storage = SimStorage::new();
+    let partition = Partition::create(storage.clone(), &dir(), options(), 3)
+        .await
+        .unwrap();
+    append(&partition, 1, 2).await;
+    partition.flush(true).await.unwrap();
+    let reopened = open(&storage.crash(CrashMode::Clean), 3).await;
+    assert!(
+        !reopened.purge_completed,
+        "it never missed the topic's purges"
+    );
+    assert_eq!(reopened.partition.log().last_offset(), Some(1));
+}
