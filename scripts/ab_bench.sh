@@ -56,6 +56,8 @@ for round in $(seq "$rounds"); do
         echo "round $round $side 2 fsync:      $(run pinned-producer --producers 2 $batch --fsync)"
         start "$binary"
         echo "round $round $side 1 message:    $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches 20000)"
+        start "$binary"
+        echo "round $round $side 100 messages: $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches 5000)"
     done
 done
 stop

@@ -162,6 +162,11 @@ impl Replica {
         self.view.0 % u32::from(self.config.replica_count) == u32::from(self.config.replica)
     }
 
+    /// The newest timestamp this group stamped.
+    pub fn last_timestamp_us(&self) -> u64 {
+        self.last_timestamp_us
+    }
+
     /// The timestamp a prepare made now would carry: never below or equal
     /// to the last one, so a log's timestamps strictly increase.
     pub fn next_timestamp(&self, now_us: u64) -> u64 {

@@ -2,4 +2,5 @@
 #![forbid(unsafe_code)]
 
 pub mod metadata;
+pub mod metadata_group;
 pub mod partition;

@@ -1,8 +1,11 @@
 //! Server counters, rendered in the Prometheus text exposition format.
 //!
-//! One [`Metrics`] is shared by every thread of the server (behind an `Arc`).
-//! Every update is a relaxed atomic operation on storage allocated once, at
-//! construction, so recording never takes a lock or allocates.
+//! One [`Metrics`] is shared by every thread of the server (behind an `Arc`),
+//! but each shard thread counts in its own cache-line-aligned slot (chosen
+//! by [`bind_thread_to_shard`]; other threads share one more slot), so the
+//! data path never bounces a counter's cache line between cores. Every
+//! update is a relaxed atomic add on storage allocated once, at
+//! construction; a scrape sums the slots.
 //!
 //! [`Metrics::render`] writes the text format version 0.0.4: for each metric
 //! family a `# HELP` line and a `# TYPE` line, then its samples, one per line,
@@ -22,8 +25,20 @@
 //!   `iggy_poll_latency_seconds`, with `_bucket{le=...}` (cumulative), `_sum`
 //!   (seconds) and `_count` samples.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+thread_local! {
+    /// The metrics slot of this thread: its shard index, or none.
+    static SLOT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Makes this thread count in shard `index`'s slot (call once when a shard
+/// thread starts).
+pub fn bind_thread_to_shard(index: usize) {
+    SLOT.set(Some(index));
+}
 
 /// Client transports, as metric label values "tcp", "quic", "http", "websocket".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +148,14 @@ impl Histogram {
         self.sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
+    /// Adds `other`'s counts into this one (merging per-shard histograms).
+    fn absorb(&self, other: &Histogram) {
+        for (mine, theirs) in self.buckets.iter().zip(&other.buckets) {
+            add(mine, theirs.load(Ordering::Relaxed));
+        }
+        add(&self.sum_micros, other.sum_micros.load(Ordering::Relaxed));
+    }
+
     fn render(&self, out: &mut String, name: &str, help: &str) {
         family(out, name, "histogram", help);
         let bucket_name = format!("{name}_bucket");
@@ -147,9 +170,8 @@ impl Histogram {
     }
 }
 
-/// The server's counters; see the module documentation for what is rendered.
-pub struct Metrics {
-    commands: &'static [&'static str],
+/// One thread's counters.
+struct Counters {
     /// One counter per (command, transport), at `command * 4 + transport`.
     requests: Box<[AtomicU64]>,
     http_requests: AtomicU64,
@@ -157,41 +179,82 @@ pub struct Metrics {
     bytes_received: AtomicU64,
     messages_sent: AtomicU64,
     bytes_sent: AtomicU64,
-    connections_open: [AtomicU64; 4],
     connections_opened: [AtomicU64; 4],
+    connections_closed: [AtomicU64; 4],
     send_latency: Histogram,
     poll_latency: Histogram,
+}
+
+impl Counters {
+    fn new(commands: usize) -> Self {
+        Self {
+            requests: (0..commands * Transport::ALL.len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            http_requests: AtomicU64::new(0),
+            messages_received: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            messages_sent: AtomicU64::new(0),
+            bytes_sent: AtomicU64::new(0),
+            connections_opened: std::array::from_fn(|_| AtomicU64::new(0)),
+            connections_closed: std::array::from_fn(|_| AtomicU64::new(0)),
+            send_latency: Histogram::new(),
+            poll_latency: Histogram::new(),
+        }
+    }
+}
+
+/// A slot on its own cache lines, so two shards never share one.
+#[repr(align(128))]
+struct Slot(Counters);
+
+/// The server's counters; see the module documentation for what is rendered.
+pub struct Metrics {
+    commands: &'static [&'static str],
+    /// One slot per shard, then the slot of every other thread.
+    slots: Box<[Slot]>,
 }
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
             .field("commands", &self.commands.len())
+            .field("slots", &self.slots.len())
             .finish_non_exhaustive()
     }
+}
+
+/// Picks one counter out of a slot's counters.
+type CounterOf = fn(&Counters) -> &AtomicU64;
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
 }
 
 impl Metrics {
     /// `commands`: the label values of every command, fixed at construction
     /// (e.g. "create_stream", "send_messages"); a command is referred to by
-    /// its index in this slice.
-    pub fn new(commands: &'static [&'static str]) -> Self {
-        let requests = (0..commands.len() * Transport::ALL.len())
-            .map(|_| AtomicU64::new(0))
+    /// its index in this slice. One slot for each of `shards` shards.
+    pub fn with_shards(commands: &'static [&'static str], shards: usize) -> Self {
+        let slots = (0..=shards)
+            .map(|_| Slot(Counters::new(commands.len())))
             .collect();
-        Self {
-            commands,
-            requests,
-            http_requests: AtomicU64::new(0),
-            messages_received: AtomicU64::new(0),
-            bytes_received: AtomicU64::new(0),
-            messages_sent: AtomicU64::new(0),
-            bytes_sent: AtomicU64::new(0),
-            connections_open: std::array::from_fn(|_| AtomicU64::new(0)),
-            connections_opened: std::array::from_fn(|_| AtomicU64::new(0)),
-            send_latency: Histogram::new(),
-            poll_latency: Histogram::new(),
-        }
+        Self { commands, slots }
+    }
+
+    /// This thread's counters.
+    fn mine(&self) -> &Counters {
+        let shared = self.slots.len() - 1;
+        let index = SLOT.get().filter(|&i| i < shared).unwrap_or(shared);
+        &self.slots[index].0
+    }
+
+    /// The sum over every slot of one counter.
+    fn total(&self, counter: impl Fn(&Counters) -> &AtomicU64) -> u64 {
+        self.slots
+            .iter()
+            .map(|slot| counter(&slot.0).load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
     }
 
     /// One request of command index `command` arrived over `transport` (an
@@ -199,55 +262,49 @@ impl Metrics {
     pub fn request(&self, transport: Transport, command: usize) {
         if command < self.commands.len() {
             let slot = command * Transport::ALL.len() + transport.index();
-            self.requests[slot].fetch_add(1, Ordering::Relaxed);
+            add(&self.mine().requests[slot], 1);
         }
     }
 
     /// One HTTP request of any kind (counted outermost, including CORS
     /// preflights and 404s).
     pub fn http_request(&self) {
-        self.http_requests.fetch_add(1, Ordering::Relaxed);
+        add(&self.mine().http_requests, 1);
     }
 
     /// `messages` messages of `bytes` bytes in all were received from clients.
     pub fn messages_in(&self, messages: u64, bytes: u64) {
-        self.messages_received
-            .fetch_add(messages, Ordering::Relaxed);
-        self.bytes_received.fetch_add(bytes, Ordering::Relaxed);
+        let mine = self.mine();
+        add(&mine.messages_received, messages);
+        add(&mine.bytes_received, bytes);
     }
 
     /// `messages` messages of `bytes` bytes in all were sent to clients.
     pub fn messages_out(&self, messages: u64, bytes: u64) {
-        self.messages_sent.fetch_add(messages, Ordering::Relaxed);
-        self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
+        let mine = self.mine();
+        add(&mine.messages_sent, messages);
+        add(&mine.bytes_sent, bytes);
     }
 
     /// A client connection over `transport` was opened.
     pub fn connection_opened(&self, transport: Transport) {
-        let i = transport.index();
-        self.connections_open[i].fetch_add(1, Ordering::Relaxed);
-        self.connections_opened[i].fetch_add(1, Ordering::Relaxed);
+        add(&self.mine().connections_opened[transport.index()], 1);
     }
 
-    /// A client connection over `transport` was closed. The open count never
-    /// goes below zero.
+    /// A client connection over `transport` was closed. The open count
+    /// (opened minus closed, summed at scrape) never goes below zero.
     pub fn connection_closed(&self, transport: Transport) {
-        // An `Err` only means the count was already zero; nothing to undo.
-        let _ = self.connections_open[transport.index()].fetch_update(
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-            |open| open.checked_sub(1),
-        );
+        add(&self.mine().connections_closed[transport.index()], 1);
     }
 
     /// Latency of one send (append acknowledged).
     pub fn observe_send(&self, latency: Duration) {
-        self.send_latency.observe(latency);
+        self.mine().send_latency.observe(latency);
     }
 
     /// Latency of one poll.
     pub fn observe_poll(&self, latency: Duration) {
-        self.poll_latency.observe(latency);
+        self.mine().poll_latency.observe(latency);
     }
 
     /// The Prometheus text exposition format (version 0.0.4) of everything
@@ -258,16 +315,25 @@ impl Metrics {
         self.render_traffic(&mut out);
         self.render_connections(&mut out);
         render_gauges(&mut out, gauges);
-        self.send_latency.render(
-            &mut out,
-            "iggy_send_latency_seconds",
-            "Latency of sending messages, until the append is acknowledged.",
-        );
-        self.poll_latency.render(
-            &mut out,
-            "iggy_poll_latency_seconds",
-            "Latency of polling messages.",
-        );
+        let histograms = [
+            (
+                "iggy_send_latency_seconds",
+                "Latency of sending messages, until the append is acknowledged.",
+                (|c: &Counters| &c.send_latency) as fn(&Counters) -> &Histogram,
+            ),
+            (
+                "iggy_poll_latency_seconds",
+                "Latency of polling messages.",
+                |c: &Counters| &c.poll_latency,
+            ),
+        ];
+        for (name, help, histogram) in histograms {
+            let merged = Histogram::new();
+            for slot in self.slots.iter() {
+                merged.absorb(histogram(&slot.0));
+            }
+            merged.render(&mut out, name, help);
+        }
         out
     }
 
@@ -277,70 +343,72 @@ impl Metrics {
         for (command_index, command) in self.commands.iter().enumerate() {
             for transport in Transport::ALL {
                 let slot = command_index * Transport::ALL.len() + transport.index();
-                let value = self.requests[slot].load(Ordering::Relaxed);
+                let value = self.total(|c| &c.requests[slot]);
                 if value > 0 {
                     let labels = [("command", *command), ("transport", transport.label())];
                     sample(out, name, &labels, value);
                 }
             }
         }
+        let http = self.total(|c| &c.http_requests);
         counter(
             out,
             "http_requests_total",
             "HTTP requests of any kind.",
-            &self.http_requests,
+            http,
         );
     }
 
     fn render_traffic(&self, out: &mut String) {
-        let counters = [
+        let counters: [(&str, &str, CounterOf); 4] = [
             (
                 "iggy_messages_received_total",
                 "Messages received from clients.",
-                &self.messages_received,
+                |c| &c.messages_received,
             ),
             (
                 "iggy_bytes_received_total",
                 "Bytes of messages received from clients.",
-                &self.bytes_received,
+                |c| &c.bytes_received,
             ),
             (
                 "iggy_messages_sent_total",
                 "Messages sent to clients.",
-                &self.messages_sent,
+                |c| &c.messages_sent,
             ),
             (
                 "iggy_bytes_sent_total",
                 "Bytes of messages sent to clients.",
-                &self.bytes_sent,
+                |c| &c.bytes_sent,
             ),
         ];
         for (name, help, value) in counters {
-            counter(out, name, help, value);
+            counter(out, name, help, self.total(value));
         }
     }
 
     fn render_connections(&self, out: &mut String) {
-        let families = [
-            (
-                "iggy_connections",
-                "gauge",
-                "Client connections open now, by transport.",
-                &self.connections_open,
-            ),
-            (
-                "iggy_connections_total",
-                "counter",
-                "Client connections ever opened, by transport.",
-                &self.connections_opened,
-            ),
-        ];
-        for (name, kind, help, values) in families {
-            family(out, name, kind, help);
-            for transport in Transport::ALL {
-                let value = values[transport.index()].load(Ordering::Relaxed);
-                sample(out, name, &[("transport", transport.label())], value);
-            }
+        let name = "iggy_connections";
+        family(
+            out,
+            name,
+            "gauge",
+            "Client connections open now, by transport.",
+        );
+        for transport in Transport::ALL {
+            let i = transport.index();
+            let opened = self.total(|c| &c.connections_opened[i]);
+            let closed = self.total(|c| &c.connections_closed[i]);
+            let open = opened.saturating_sub(closed);
+            sample(out, name, &[("transport", transport.label())], open);
+        }
+        let name = "iggy_connections_total";
+        let help = "Client connections ever opened, by transport.";
+        family(out, name, "counter", help);
+        for transport in Transport::ALL {
+            let i = transport.index();
+            let opened = self.total(|c| &c.connections_opened[i]);
+            sample(out, name, &[("transport", transport.label())], opened);
         }
     }
 }
@@ -362,9 +430,9 @@ fn render_gauges(out: &mut String, gauges: &Gauges) {
 }
 
 /// A counter family with a single unlabelled sample.
-fn counter(out: &mut String, name: &str, help: &str, value: &AtomicU64) {
+fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     family(out, name, "counter", help);
-    sample(out, name, &[], value.load(Ordering::Relaxed));
+    sample(out, name, &[], value);
 }
 
 /// The `# HELP` and `# TYPE` lines of a family. `help` must hold no
@@ -565,7 +633,7 @@ mod tests {
 
     #[test]
     fn fresh_instance_renders_every_family_with_zeros() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         let exposition = parse(&metrics.render(&Gauges::default()));
         assert_eq!(exposition.types["iggy_requests_total"], "counter");
         assert_eq!(exposition.count("iggy_requests_total"), 0);
@@ -594,7 +662,7 @@ mod tests {
 
     #[test]
     fn family_kinds() {
-        let text = Metrics::new(COMMANDS).render(&Gauges::default());
+        let text = Metrics::with_shards(COMMANDS, 1).render(&Gauges::default());
         let exposition = parse(&text);
         for name in &SIMPLE_FAMILIES[..5] {
             assert_eq!(exposition.types[*name], "counter", "{name}");
@@ -608,7 +676,7 @@ mod tests {
 
     #[test]
     fn counters_move_by_what_was_recorded() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         metrics.request(Transport::Tcp, 2);
         metrics.request(Transport::Tcp, 2);
         metrics.request(Transport::Quic, 2);
@@ -641,7 +709,7 @@ mod tests {
 
     #[test]
     fn connections_open_and_total() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         metrics.connection_opened(Transport::Tcp);
         metrics.connection_opened(Transport::Tcp);
         metrics.connection_opened(Transport::Quic);
@@ -667,7 +735,7 @@ mod tests {
             users: 6,
             clients: 7,
         };
-        let exposition = parse(&Metrics::new(COMMANDS).render(&gauges));
+        let exposition = parse(&Metrics::with_shards(COMMANDS, 1).render(&gauges));
         let names = &SIMPLE_FAMILIES[5..12];
         for (expected, name) in (1..).zip(names) {
             assert_eq!(exposition.value(name, &[]), f64::from(expected), "{name}");
@@ -683,7 +751,7 @@ mod tests {
 
     #[test]
     fn histogram_is_cumulative() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         for micros in [50, 100, 101, 3_000, 3_000, 70_000, 20_000_000] {
             metrics.observe_send(Duration::from_micros(micros));
         }
@@ -711,7 +779,7 @@ mod tests {
 
     #[test]
     fn three_ms_lands_in_the_5ms_bucket() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         metrics.observe_send(Duration::from_millis(3));
         let exposition = parse(&metrics.render(&Gauges::default()));
         let bucket = |le| exposition.value("iggy_send_latency_seconds_bucket", &[("le", le)]);
@@ -726,13 +794,13 @@ mod tests {
 
     #[test]
     fn out_of_range_command_is_ignored() {
-        let metrics = Metrics::new(COMMANDS);
+        let metrics = Metrics::with_shards(COMMANDS, 1);
         metrics.request(Transport::Tcp, COMMANDS.len());
         metrics.request(Transport::Http, usize::MAX);
         let exposition = parse(&metrics.render(&Gauges::default()));
         assert_eq!(exposition.count("iggy_requests_total"), 0);
 
-        let empty = Metrics::new(&[]);
+        let empty = Metrics::with_shards(&[], 1);
         empty.request(Transport::Tcp, 0);
         assert_eq!(
             parse(&empty.render(&Gauges::default())).count("iggy_requests_total"),
@@ -743,7 +811,7 @@ mod tests {
     #[test]
     fn label_values_are_escaped() {
         const ODD: &[&str] = &["back\\slash \"quoted\"\nnext"];
-        let metrics = Metrics::new(ODD);
+        let metrics = Metrics::with_shards(ODD, 1);
         metrics.request(Transport::Tcp, 0);
         let text = metrics.render(&Gauges::default());
         assert!(
@@ -759,7 +827,7 @@ mod tests {
     fn concurrent_updates_add_up() {
         const THREADS: u64 = 4;
         const PER_THREAD: u64 = 10_000;
-        let metrics = Arc::new(Metrics::new(COMMANDS));
+        let metrics = Arc::new(Metrics::with_shards(COMMANDS, 1));
         let workers: Vec<_> = (0..THREADS)
             .map(|_| {
                 let metrics = Arc::clone(&metrics);
@@ -814,5 +882,42 @@ mod tests {
     fn metrics_is_shareable() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Metrics>();
+    }
+
+    #[test]
+    fn given_counts_on_several_shard_threads_when_rendering_should_sum_their_slots() {
+        let metrics = Arc::new(Metrics::with_shards(COMMANDS, 2));
+        let threads: Vec<_> = (0..3)
+            .map(|i| {
+                let metrics = metrics.clone();
+                std::thread::spawn(move || {
+                    if i < 2 {
+                        bind_thread_to_shard(i);
+                    }
+                    for _ in 0..100 {
+                        metrics.messages_in(1, 10);
+                        metrics.observe_send(Duration::from_micros(50));
+                    }
+                    metrics.connection_opened(Transport::Tcp);
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        for slot in metrics.slots.iter() {
+            let own = slot.0.messages_received.load(Ordering::Relaxed);
+            assert_eq!(own, 100, "each thread counted in its own slot");
+        }
+        let exposition = parse(&metrics.render(&Gauges::default()));
+        assert_eq!(exposition.value("iggy_messages_received_total", &[]), 300.0);
+        assert_eq!(exposition.value("iggy_bytes_received_total", &[]), 3000.0);
+        assert_eq!(
+            exposition.value("iggy_send_latency_seconds_count", &[]),
+            300.0
+        );
+        let tcp = [("transport", "tcp")];
+        assert_eq!(exposition.value("iggy_connections", &tcp), 3.0);
+        metrics.connection_closed(Transport::Tcp);
+        let exposition = parse(&metrics.render(&Gauges::default()));
+        assert_eq!(exposition.value("iggy_connections", &tcp), 2.0);
     }
 }

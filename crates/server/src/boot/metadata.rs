@@ -1,6 +1,7 @@
 //! Metadata recovery at boot: replay `metadata/journal.wal` (after the
-//! snapshot, when there is one) into a fresh state machine, and create the
-//! root user when the user table is empty.
+//! snapshot, when there is one) into a fresh state machine, end the
+//! sessions the last run left open, and create the root user when the user
+//! table is empty (both as ops committed through the metadata group).
 //!
 //! Runs on the main thread in a short-lived runtime before any shard starts;
 //! shard 0 then reopens the journal to append. Every journaled operation
@@ -11,9 +12,11 @@
 use std::path::Path;
 
 use anyhow::Context;
+use consensus::replica::PIPELINE_DEPTH_DEFAULT;
 use engine::metadata::permissions::Permissions;
 use engine::metadata::user::UserStatus;
 use engine::metadata::{MetadataOp, MetadataState, OpKind, UserId, password};
+use engine::metadata_group::{MetadataGroup, Prepared, replay};
 use storage::RealStorage;
 use storage::journal::Journal;
 use tracing::{info, warn};
@@ -51,104 +54,96 @@ async fn recover_async(dir: &Path, root: &RootCredentials) -> anyhow::Result<Rec
             len, reason, "cut a torn tail off the metadata journal"
         );
     }
-    let mut state = match &recovery.snapshot {
-        Some(snapshot) => MetadataState::decode_snapshot(&snapshot.payload).map_err(|e| {
-            anyhow::anyhow!("metadata snapshot {} is unreadable: {e}", snapshot.sequence)
-        })?,
-        None => MetadataState::new(),
-    };
-    let mut last_timestamp_us = 0u64;
-    for record in &recovery.records {
-        let op = MetadataOp::decode(&record.payload).map_err(|e| {
-            anyhow::anyhow!(
-                "metadata journal entry {} cannot be decoded: {e}",
-                record.sequence
-            )
-        })?;
-        state.apply(&op).map_err(|e| {
-            anyhow::anyhow!(
-                "metadata journal entry {} does not apply: {e}",
-                record.sequence
-            )
-        })?;
-        last_timestamp_us = last_timestamp_us.max(op.timestamp_us);
-    }
+    let replayed = replay(&recovery).map_err(anyhow::Error::new)?;
     info!(
         operations = recovery.records.len(),
-        head = journal.last_sequence(),
+        head = replayed.head.0,
         snapshot = recovery.snapshot.is_some(),
         "metadata recovered"
     );
+    let group = MetadataGroup::new(
+        journal,
+        &replayed.state,
+        replayed.head,
+        replayed.last_timestamp_us,
+    );
     let mut boot = BootOps {
-        state: &mut state,
-        journal: &journal,
-        last_timestamp_us,
+        group: &group,
+        state: replayed.state,
+        pending: Vec::new(),
     };
     boot.end_sessions().await?;
     if boot.state.users().next().is_none() {
         create_root(&mut boot, root).await?;
     }
-    let last_timestamp_us = boot.last_timestamp_us;
     Ok(Recovered {
-        state,
-        commit: journal.last_sequence(),
-        last_timestamp_us,
+        state: boot.state,
+        commit: group.commit_max().0,
+        last_timestamp_us: group.last_timestamp_us(),
     })
 }
 
-/// Operations boot itself commits before any shard runs: journaled and
-/// fsynced (`sync`) like any other, so a later replay reaches the same
-/// state.
+/// Operations boot itself commits before any shard runs, through the same
+/// metadata group as every other (journaled and fsynced before they are
+/// applied), so a later replay reaches the same state.
 struct BootOps<'a> {
-    state: &'a mut MetadataState,
-    journal: &'a Journal<RealStorage>,
-    last_timestamp_us: u64,
+    group: &'a MetadataGroup<RealStorage>,
+    state: MetadataState,
+    pending: Vec<Prepared>,
 }
 
 impl BootOps<'_> {
-    fn commit(&mut self, kind: OpKind, what: &str) -> anyhow::Result<()> {
-        let timestamp_us = now_us().max(self.last_timestamp_us + 1);
+    async fn prepare(&mut self, kind: OpKind, what: &str) -> anyhow::Result<()> {
+        if self.group.pipeline_len() >= PIPELINE_DEPTH_DEFAULT as u64 {
+            self.commit().await?;
+        }
         let op = MetadataOp {
-            timestamp_us,
+            timestamp_us: now_us(),
             actor: UserId(0),
             kind,
         };
-        self.state
-            .apply(&op)
+        let prepared = self
+            .group
+            .prepare(op)
+            .map_err(|e| anyhow::anyhow!("cannot journal ({what}): {e}"))?
             .map_err(|e| anyhow::anyhow!("cannot {what}: {e}"))?;
-        let mut bytes = Vec::new();
-        op.encode(&mut bytes);
-        self.journal
-            .append(&bytes)
-            .map_err(|e| anyhow::anyhow!("cannot journal ({what}): {e}"))?;
-        self.last_timestamp_us = timestamp_us;
+        self.pending.push(prepared);
         Ok(())
     }
 
-    /// Makes every op committed so far durable (one fsync for them all).
-    async fn sync(&self) -> anyhow::Result<()> {
-        self.journal
-            .sync()
+    /// Makes every prepared op durable (one fsync), then applies them.
+    async fn commit(&mut self) -> anyhow::Result<()> {
+        self.group
+            .commit()
             .await
-            .map_err(|e| anyhow::anyhow!("cannot sync the metadata journal: {e}"))
+            .map_err(|e| anyhow::anyhow!("cannot sync the metadata journal: {e}"))?;
+        for prepared in self.pending.drain(..) {
+            let outcome = self
+                .state
+                .apply(&prepared.op)
+                .expect("a committed op applies as it was validated");
+            assert_eq!(outcome, prepared.outcome, "apply is deterministic");
+            self.group.applied(prepared.number);
+        }
+        Ok(())
     }
 
     /// A restart ends every session: the connections that held them are
     /// gone. Each ends with a journaled Logout, as a lease expiry would.
     async fn end_sessions(&mut self) -> anyhow::Result<()> {
         let clients: Vec<_> = self.state.clients().map(|c| c.id).collect();
-        if clients.is_empty() {
-            return Ok(());
-        }
         for client in &clients {
             let kind = OpKind::UnregisterClient { client: *client };
-            self.commit(kind, "end a session left by the last run")?;
+            self.prepare(kind, "end a session left by the last run")
+                .await?;
         }
-        self.sync().await?;
-        info!(
-            sessions = clients.len(),
-            "ended the sessions of the previous run"
-        );
+        self.commit().await?;
+        if !clients.is_empty() {
+            info!(
+                sessions = clients.len(),
+                "ended the sessions of the previous run"
+            );
+        }
         Ok(())
     }
 }
@@ -162,8 +157,8 @@ async fn create_root(boot: &mut BootOps<'_>, root: &RootCredentials) -> anyhow::
         status: UserStatus::Active,
         permissions: Some(Permissions::root()),
     };
-    boot.commit(kind, "create the root user")?;
-    boot.sync().await?;
+    boot.prepare(kind, "create the root user").await?;
+    boot.commit().await?;
     if root.generated {
         warn!(
             "created the root user '{}' with the generated password '{}'; it is shown only this once",

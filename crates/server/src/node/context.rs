@@ -104,7 +104,7 @@ impl ServerContext {
             advertised: options.advertised,
             clients: ClientRegistry::default(),
             partition_stats: PartitionStatsRegistry::default(),
-            metrics: Metrics::new(command_labels()),
+            metrics: Metrics::with_shards(command_labels(), options.shard_count),
             inboxes,
             next_client_id: AtomicU64::new(1),
             next_handoff: AtomicUsize::new(0),

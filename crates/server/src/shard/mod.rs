@@ -189,6 +189,7 @@ fn send_shutdown(ctx: &ServerContext, shard: usize, patience: Duration) {
 }
 
 fn run_thread(start: ShardStart) {
+    crate::metrics::bind_thread_to_shard(usize::from(start.spec.id));
     let mut builder = compio::runtime::RuntimeBuilder::new();
     if let Some(cpu) = start.spec.cpu {
         builder.thread_affinity(HashSet::from([cpu]));

@@ -67,6 +67,15 @@ pub trait StorageFile: 'static {
     /// Writes every buffer, in order, starting at `pos`. The caller keeps
     /// the number of buffers at or below [`MAX_IOVECS`].
     async fn write_vectored_all_at<B: IoVectoredBuf>(&self, bufs: B, pos: u64) -> BufResult<(), B>;
+    /// The same, with blocking system calls on the calling thread. For
+    /// buffered writes into the page cache, whose whole cost is the copy:
+    /// a trip through the ring (and its kernel workers) costs more than
+    /// the copy for small writes. Never for direct I/O.
+    fn write_vectored_all_at_blocking<T: AsRef<[u8]>>(
+        &self,
+        bufs: &[T],
+        pos: u64,
+    ) -> io::Result<()>;
     /// Makes the file's contents durable (fdatasync).
     async fn sync_data(&self) -> io::Result<()>;
     async fn set_len(&self, len: u64) -> io::Result<()>;

@@ -135,6 +135,27 @@ impl StorageFile for RealFile {
         file.write_vectored_all_at(bufs, pos).await
     }
 
+    fn write_vectored_all_at_blocking<T: AsRef<[u8]>>(
+        &self,
+        bufs: &[T],
+        mut pos: u64,
+    ) -> io::Result<()> {
+        let mut slices: Vec<io::IoSlice<'_>> =
+            bufs.iter().map(|b| io::IoSlice::new(b.as_ref())).collect();
+        let mut remaining = &mut slices[..];
+        while !remaining.is_empty() {
+            let written = match rustix::io::pwritev(&self.file, remaining, pos) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(written) => written,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(errno) => return Err(errno.into()),
+            };
+            pos += written as u64;
+            io::IoSlice::advance_slices(&mut remaining, written);
+        }
+        Ok(())
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
         self.file.sync_data().await
     }

@@ -566,6 +566,16 @@ impl StorageFile for SimFile {
         BufResult(result, bufs)
     }
 
+    fn write_vectored_all_at_blocking<T: AsRef<[u8]>>(
+        &self,
+        bufs: &[T],
+        pos: u64,
+    ) -> io::Result<()> {
+        assert!(!self.direct, "blocking writes go through the page cache");
+        let joined: Vec<u8> = bufs.iter().flat_map(|b| b.as_ref()).copied().collect();
+        self.fs.borrow_mut().write(self.inode, &joined, pos)
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
         yield_now().await;
         self.sync_inode()
