@@ -219,6 +219,24 @@ impl Replica {
         self.advance_commit()
     }
 
+    /// This replica's own copy of the single op `op` became durable as its
+    /// group's durability requires (for groups whose ops complete out of
+    /// order, such as a partition's appends and offset stores).
+    pub fn on_local_ack(&mut self, op: Op) -> Option<RangeInclusive<Op>> {
+        assert!(
+            op > self.commit_max && op <= self.head,
+            "acked op in the pipeline"
+        );
+        let own = 1u8 << self.config.replica;
+        let entry = self
+            .pipeline
+            .iter_mut()
+            .find(|e| e.op == op)
+            .expect("every op in (commit_max, head] is in the pipeline");
+        entry.acks |= own;
+        self.advance_commit()
+    }
+
     /// A backup's PrepareOk for `op` in the current view.
     pub fn on_prepare_ok(&mut self, from: u8, op: Op) -> Option<RangeInclusive<Op>> {
         assert!(
@@ -349,6 +367,17 @@ mod tests {
         assert_eq!(r.prepare(1), Err(Refusal::PipelineFull));
         r.on_synced(Op(1));
         assert_eq!(r.prepare(1).unwrap().op, Op(3));
+    }
+
+    #[test]
+    fn given_ops_acked_out_of_order_when_acking_should_commit_only_the_prefix() {
+        let mut r = single(Durability::Written);
+        for _ in 0..3 {
+            r.prepare(1).unwrap();
+        }
+        assert_eq!(r.on_local_ack(Op(2)), None, "op 1 is not durable yet");
+        assert_eq!(r.on_local_ack(Op(3)), None);
+        assert_eq!(r.on_local_ack(Op(1)), Some(Op(1)..=Op(3)));
     }
 
     #[test]

@@ -24,6 +24,9 @@ use protocol::{CommandCode, Route, route};
 struct Replayed {
     commands: BTreeSet<u32>,
     mismatches: Vec<String>,
+    /// The `op` field (header offset 176) of each SendMessages reply: the
+    /// partition group's op numbering.
+    send_ops: Vec<u64>,
 }
 
 fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
@@ -66,6 +69,10 @@ fn replaying_proxy(
                         let again = read_frame(&mut server).expect("a reply to the retry");
                         let mut record = record.lock().unwrap();
                         record.commands.insert(code as u32);
+                        if code == CommandCode::SendMessages {
+                            let op = u64::from_le_bytes(reply[176..184].try_into().unwrap());
+                            record.send_ops.push(op);
+                        }
                         if again != reply {
                             record.mismatches.push(format!(
                                 "{code:?}: first reply {:?}, retry {:?}",
@@ -153,4 +160,10 @@ async fn given_retried_writes_when_sent_twice_should_apply_once_with_identical_r
     assert!(seen.mismatches.is_empty(), "{:#?}", seen.mismatches);
     let all: BTreeSet<u32> = DUPLICATED.iter().map(|c| *c as u32).collect();
     assert_eq!(seen.commands, all, "every kind of write was retried");
+    assert_eq!(seen.send_ops.len(), 3);
+    assert!(
+        seen.send_ops.windows(2).all(|w| w[0] < w[1]) && seen.send_ops[0] > 0,
+        "sends are numbered by their partition's group: {:?}",
+        seen.send_ops
+    );
 }

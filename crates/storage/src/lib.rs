@@ -6,9 +6,10 @@
 //! `RefCell` borrow is ever held across an `.await`.
 #![forbid(unsafe_code)]
 
+pub mod counter_file;
 pub mod error;
 pub mod journal;
-mod lock;
+pub mod lock;
 pub mod offsets;
 pub mod partition;
 pub mod purge_gen;

@@ -17,10 +17,13 @@
 //! is stored; `served` only grows until a purge; the recorded purge
 //! generation never decreases.
 
+pub mod group;
 #[cfg(test)]
 mod tests;
 
 use std::cell::{Cell, RefCell};
+
+use consensus::Op;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -32,6 +35,15 @@ use storage::{
 };
 
 use crate::metadata::topic::options::Durability;
+use group::PartitionGroup;
+
+/// The op a change of the partition was numbered in its group, and the
+/// group's commit point when it was answered (reply header `op`/`commit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed {
+    pub op: Op,
+    pub commit: Op,
+}
 
 /// Whose offset: the storage kind and the numeric id.
 pub type ConsumerKey = (ConsumerKind, u32);
@@ -96,6 +108,8 @@ pub struct Partition<S: Storage> {
     durability: Durability,
     offset_durability: Durability,
     purge_generation: Cell<u64>,
+    /// This partition's consensus group: op numbering and commit order.
+    group: PartitionGroup<S>,
 }
 
 impl<S: Storage> Partition<S> {
@@ -118,7 +132,13 @@ impl<S: Storage> Partition<S> {
             .map(|o| ((o.kind, o.id), o.offset))
             .collect();
         let recorded = purge_gen::load(&storage, dir).await;
+        let acknowledgement = match options.durability {
+            Durability::Persisted => consensus::Durability::Synced,
+            Durability::Replicated => consensus::Durability::Written,
+        };
+        let group = PartitionGroup::open(storage.clone(), dir, acknowledgement).await?;
         let partition = Partition {
+            group,
             storage,
             dir: dir.to_path_buf(),
             log,
@@ -196,12 +216,32 @@ impl<S: Storage> Partition<S> {
         buffer: Vec<u8>,
         range: Range<usize>,
         now_us: impl FnOnce() -> u64,
-    ) -> Result<AppendReceipt> {
-        let receipt = self.log.append_at_when_ready(buffer, range, now_us).await?;
-        match self.durability {
-            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
-            Durability::Replicated => self.log.wait_written(receipt.last_offset).await?,
-        }
+    ) -> Result<(AppendReceipt, Committed)> {
+        let permit = self.group.admit().await?;
+        // The op is numbered and stamped as the batch is appended (nothing
+        // awaited in between), so ops follow offsets; its timestamp is the
+        // batch's base timestamp.
+        let pending = RefCell::new(None);
+        let appended = self
+            .log
+            .append_at_when_ready(buffer, range, || {
+                let op = permit.prepare(now_us());
+                let timestamp_us = op.timestamp_us;
+                *pending.borrow_mut() = Some(op);
+                timestamp_us
+            })
+            .await;
+        let pending = pending.into_inner();
+        let durable = match appended {
+            Ok(receipt) => self.make_acknowledgeable(&receipt).await.map(|()| receipt),
+            Err(e) => Err(e.into()),
+        };
+        let committed = match pending {
+            Some(op) => Some(op.commit().await),
+            None => None,
+        };
+        let receipt = durable?;
+        let (op, commit) = committed.expect("an appended batch was prepared");
         // Postconditions: the acknowledged batch is in a segment file, and
         // under `persisted` fsynced.
         assert!(
@@ -213,7 +253,18 @@ impl<S: Storage> Partition<S> {
                 || self.log.durable_offset() >= Some(receipt.last_offset),
             "a persisted acknowledgement is fsynced"
         );
-        Ok(receipt)
+        assert!(commit >= op, "answered once committed");
+        Ok((receipt, Committed { op, commit }))
+    }
+
+    /// Waits until the batch may be acknowledged: written to the kernel
+    /// (it survives a process kill) or, under `persisted`, fsynced.
+    async fn make_acknowledgeable(&self, receipt: &AppendReceipt) -> Result<()> {
+        match self.durability {
+            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
+            Durability::Replicated => self.log.wait_written(receipt.last_offset).await?,
+        }
+        Ok(())
     }
 
     async fn resolve_start(
@@ -245,6 +296,7 @@ impl<S: Storage> Partition<S> {
         consumer: ConsumerKey,
         auto_commit: bool,
         max_bytes: u64,
+        now_us: u64,
     ) -> Result<Polled> {
         let current_offset = self.current_offset();
         let from = if count == 0 {
@@ -265,21 +317,34 @@ impl<S: Storage> Partition<S> {
                 let entry = served.entry(consumer).or_insert(last);
                 *entry = (*entry).max(last);
             }
-            if auto_commit
-                && self
-                    .stored_offset(consumer)
-                    .is_none_or(|stored| last > stored)
-            {
-                self.offsets.borrow_mut().insert(consumer, last);
-                self.offsets_store
-                    .store(consumer.0, consumer.1, last, false)
-                    .await?;
+            if auto_commit {
+                self.auto_commit(consumer, last, now_us).await?;
             }
         }
         Ok(Polled {
             current_offset,
             records,
         })
+    }
+
+    /// The store a poll with auto-commit makes: an op of the group like a
+    /// client's store, which the poll does not wait to see committed.
+    async fn auto_commit(&self, consumer: ConsumerKey, last: u64, now_us: u64) -> Result<()> {
+        let permit = self.group.admit().await?;
+        if self
+            .stored_offset(consumer)
+            .is_some_and(|stored| last <= stored)
+        {
+            return Ok(());
+        }
+        let pending = permit.prepare(now_us);
+        self.offsets.borrow_mut().insert(consumer, last);
+        let stored = self
+            .offsets_store
+            .store(consumer.0, consumer.1, last, false)
+            .await;
+        pending.ack();
+        Ok(stored?)
     }
 
     pub fn stored_offset(&self, consumer: ConsumerKey) -> Option<u64> {
@@ -290,30 +355,45 @@ impl<S: Storage> Partition<S> {
     /// `persisted` offset durability). Returns whether it reaches the
     /// highest offset ever served to that consumer (a pending revocation
     /// may then complete).
-    pub async fn store_offset(&self, consumer: ConsumerKey, offset: u64) -> Result<bool> {
+    pub async fn store_offset(
+        &self,
+        consumer: ConsumerKey,
+        offset: u64,
+        now_us: u64,
+    ) -> Result<(bool, Committed)> {
+        let permit = self.group.admit().await?;
         match self.log.last_offset() {
             Some(last) if offset <= last => {}
             _ => return Err(PartitionError::OffsetBeyondEnd { offset }),
         }
+        let pending = permit.prepare(now_us);
         self.offsets.borrow_mut().insert(consumer, offset);
         let fsync = self.offset_durability == Durability::Persisted;
-        self.offsets_store
+        let stored = self
+            .offsets_store
             .store(consumer.0, consumer.1, offset, fsync)
-            .await?;
+            .await;
+        let (op, commit) = pending.commit().await;
+        stored?;
         let caught_up = self
             .served
             .borrow()
             .get(&consumer)
             .is_none_or(|&served| offset >= served);
-        Ok(caught_up)
+        Ok((caught_up, Committed { op, commit }))
     }
 
-    pub async fn delete_offset(&self, consumer: ConsumerKey) -> Result<()> {
-        if self.offsets.borrow_mut().remove(&consumer).is_none() {
+    pub async fn delete_offset(&self, consumer: ConsumerKey, now_us: u64) -> Result<Committed> {
+        let permit = self.group.admit().await?;
+        if self.stored_offset(consumer).is_none() {
             return Err(PartitionError::OffsetNotFound);
         }
-        self.offsets_store.delete(consumer.0, consumer.1).await?;
-        Ok(())
+        let pending = permit.prepare(now_us);
+        self.offsets.borrow_mut().remove(&consumer);
+        let deleted = self.offsets_store.delete(consumer.0, consumer.1).await;
+        let (op, commit) = pending.commit().await;
+        deleted?;
+        Ok(Committed { op, commit })
     }
 
     /// Served beyond the stored offset: moving this partition now could

@@ -31,7 +31,7 @@ async fn open(storage: &SimStorage, committed_purge: u64) -> Opened<SimStorage> 
         .expect("open")
 }
 
-async fn append(partition: &Partition<SimStorage>, tag: u64, count: usize) {
+async fn append(partition: &Partition<SimStorage>, tag: u64, count: usize) -> Committed {
     let payloads: Vec<Vec<u8>> = (0..count)
         .map(|i| format!("{tag}-{i}").into_bytes())
         .collect();
@@ -45,7 +45,8 @@ async fn append(partition: &Partition<SimStorage>, tag: u64, count: usize) {
     partition
         .append(record, whole, || tag)
         .await
-        .expect("append");
+        .expect("append")
+        .1
 }
 
 const CONSUMER: ConsumerKey = (ConsumerKind::Consumer, 7);
@@ -57,7 +58,7 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
     append(&partition, 1, 5).await;
     append(&partition, 2, 5).await;
     let polled = partition
-        .poll(PollStart::Next, 4, CONSUMER, true, u64::MAX)
+        .poll(PollStart::Next, 4, CONSUMER, true, u64::MAX, 0)
         .await
         .unwrap();
     assert_eq!(polled.records.iter().map(|r| r.count).sum::<u32>(), 4);
@@ -71,7 +72,7 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
         "acknowledged appends survive"
     );
     let next = reopened
-        .poll(PollStart::Next, 100, CONSUMER, false, u64::MAX)
+        .poll(PollStart::Next, 100, CONSUMER, false, u64::MAX, 0)
         .await
         .unwrap();
     assert_eq!(next.records.first().map(|r| r.first_offset), Some(4));
@@ -81,15 +82,17 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
 async fn given_offset_beyond_the_end_when_storing_should_refuse() {
     let storage = SimStorage::new();
     let partition = open(&storage, 0).await.partition;
-    let refused = partition.store_offset(CONSUMER, 0).await;
+    let refused = partition.store_offset(CONSUMER, 0, 0).await;
     assert!(matches!(
         refused,
         Err(PartitionError::OffsetBeyondEnd { offset: 0 })
     ));
     append(&partition, 1, 2).await;
-    assert!(partition.store_offset(CONSUMER, 1).await.unwrap());
+    assert!(partition.store_offset(CONSUMER, 1, 0).await.unwrap().0);
     assert!(matches!(
-        partition.delete_offset((ConsumerKind::Consumer, 8)).await,
+        partition
+            .delete_offset((ConsumerKind::Consumer, 8), 0)
+            .await,
         Err(PartitionError::OffsetNotFound)
     ));
 }
@@ -101,11 +104,11 @@ async fn given_group_served_beyond_its_offset_when_asked_should_report_in_flight
     append(&partition, 1, 3).await;
     let group = (ConsumerKind::ConsumerGroup, 1);
     partition
-        .poll(PollStart::Offset(0), 3, group, false, u64::MAX)
+        .poll(PollStart::Offset(0), 3, group, false, u64::MAX, 0)
         .await
         .unwrap();
     assert!(partition.in_flight(group));
-    let caught_up = partition.store_offset(group, 2).await.unwrap();
+    let (caught_up, _) = partition.store_offset(group, 2, 0).await.unwrap();
     assert!(caught_up && !partition.in_flight(group));
 }
 
@@ -119,7 +122,7 @@ async fn given_purge_interrupted_at_every_sync_when_reopening_should_complete_it
         let storage = SimStorage::new();
         let partition = open(&storage, 0).await.partition;
         append(&partition, 1, 4).await;
-        partition.store_offset(CONSUMER, 2).await.unwrap();
+        partition.store_offset(CONSUMER, 2, 0).await.unwrap();
         partition.flush(true).await.unwrap();
         storage.set_faults(SimFaults {
             crash_after_syncs: Some(storage.syncs_done() + crash_point),
@@ -174,4 +177,51 @@ async fn given_partition_created_after_a_purge_when_reopened_should_keep_its_mes
         "it never missed the topic's purges"
     );
     assert_eq!(reopened.partition.log().last_offset(), Some(1));
+}
+
+#[compio::test]
+async fn given_appends_and_stores_when_committed_should_number_them_in_order_per_partition() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    let first = append(&partition, 1, 2).await;
+    let (_, stored) = partition.store_offset(CONSUMER, 1, 0).await.unwrap();
+    let second = append(&partition, 2, 2).await;
+    assert_eq!(
+        stored.op.0,
+        first.op.0 + 1,
+        "an offset store is an op of the group"
+    );
+    assert_eq!(second.op.0, stored.op.0 + 1);
+    assert!(second.commit >= second.op, "answered only once committed");
+}
+
+#[compio::test]
+async fn given_restart_when_appending_should_never_reuse_an_op_number() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    let before = append(&partition, 1, 1).await;
+    let killed = storage.crash(CrashMode::Process);
+    let reopened = open(&killed, 0).await.partition;
+    let after = append(&reopened, 2, 1).await;
+    assert!(after.op > before.op, "op numbers grow across a restart");
+}
+
+#[compio::test]
+async fn given_many_concurrent_appends_when_the_pipeline_fills_should_all_commit() {
+    let storage = SimStorage::new();
+    let partition = std::rc::Rc::new(open(&storage, 0).await.partition);
+    let tasks: Vec<_> = (0..300u64)
+        .map(|tag| {
+            let partition = partition.clone();
+            compio::runtime::spawn(async move { append(&partition, tag, 1).await })
+        })
+        .collect();
+    let mut ops = Vec::new();
+    for task in tasks {
+        ops.push(task.await.unwrap().op);
+    }
+    ops.sort();
+    ops.dedup();
+    assert_eq!(ops.len(), 300, "every append got its own op");
+    assert_eq!(partition.log().last_offset(), Some(299));
 }

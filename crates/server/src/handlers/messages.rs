@@ -21,7 +21,8 @@ use super::convert::ident;
 use super::{Call, Reply, write};
 use crate::node::Node;
 use crate::node::partitions::{
-    ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart, PolledBody,
+    Committed, ConsumerKey, POLL_MAX_BYTES, PartitionAddr, PartitionOp, PartitionReply, PollStart,
+    PolledBody,
 };
 
 /// A resolved topic: ids, partition count, and the caller's permission.
@@ -101,12 +102,12 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
     let (count, bytes) = (request.messages_count, range.len() as u64);
     let node = call.node();
     let appended = async move {
-        let confirmation = store_append(node, addr, frame, range).await?;
+        let (confirmation, committed) = append_numbered(node, addr, frame, range).await?;
         node.ctx.metrics.messages_in(u64::from(count), bytes);
         node.ctx.metrics.observe_send(started.elapsed());
         let mut out = Vec::with_capacity(24);
         responses::encode_send_confirmations(&mut out, &[confirmation]);
-        Ok(out)
+        Ok((out, committed))
     };
     write_once(&call, appended).await
 }
@@ -115,17 +116,22 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
 /// protocol §7.4.2): a retry of a completed one gets the same reply bytes
 /// (the same offsets), never a second append. A failure changed nothing,
 /// so it releases the request for a retry. `run` does nothing until polled,
-/// which happens only after admission.
+/// which happens only after admission. The reply carries the op the
+/// partition's group numbered the write and its commit point.
 async fn write_once(
     call: &Call<'_>,
-    run: impl Future<Output = Result<Vec<u8>, ErrorCode>>,
+    run: impl Future<Output = Result<(Vec<u8>, Committed), ErrorCode>>,
 ) -> Reply {
     if let Err(answer) = write::admit(call) {
         return answer;
     }
     match run.await {
-        Ok(payload) => {
-            let reply = call.builder().success(&payload);
+        Ok((payload, committed)) => {
+            let reply = call
+                .builder()
+                .op(committed.op.0)
+                .commit(committed.commit.0)
+                .success(&payload);
             write::complete(call, call.node().metadata_commit(), Some(reply.clone()));
             Reply::frame(reply)
         }
@@ -182,16 +188,33 @@ pub async fn store_append(
     buffer: Vec<u8>,
     range: std::ops::Range<usize>,
 ) -> Result<SendConfirmation, ErrorCode> {
+    let (confirmation, _) = append_numbered(node, addr, buffer, range).await?;
+    Ok(confirmation)
+}
+
+/// `store_append`, with the op the partition's group numbered it.
+async fn append_numbered(
+    node: &Node,
+    addr: PartitionAddr,
+    buffer: Vec<u8>,
+    range: std::ops::Range<usize>,
+) -> Result<(SendConfirmation, Committed), ErrorCode> {
     match node
         .partition(addr.ns(), PartitionOp::Append { buffer, range })
         .await
     {
-        PartitionReply::Appended { base_offset } => Ok(SendConfirmation {
-            stream_id: addr.stream,
-            topic_id: addr.topic,
-            partition_id: addr.partition,
+        PartitionReply::Appended {
             base_offset,
-        }),
+            committed,
+        } => {
+            let confirmation = SendConfirmation {
+                stream_id: addr.stream,
+                topic_id: addr.topic,
+                partition_id: addr.partition,
+                base_offset,
+            };
+            Ok((confirmation, committed))
+        }
         other => Err(failure(other)),
     }
 }
@@ -461,8 +484,8 @@ pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> R
     let caller = Caller::of(&call);
     let node = call.node();
     let stored = async move {
-        write_offset(node, caller, &request.target, request.offset).await?;
-        Ok(Vec::new())
+        let committed = store_numbered(node, caller, &request.target, request.offset).await?;
+        Ok((Vec::new(), committed))
     };
     write_once(&call, stored).await
 }
@@ -475,14 +498,28 @@ pub async fn write_offset(
     target: &OffsetTarget<'_>,
     offset: u64,
 ) -> Result<(), ErrorCode> {
+    store_numbered(node, caller, target, offset).await?;
+    Ok(())
+}
+
+/// `write_offset`, with the op the partition's group numbered it.
+async fn store_numbered(
+    node: &Node,
+    caller: Caller,
+    target: &OffsetTarget<'_>,
+    offset: u64,
+) -> Result<Committed, ErrorCode> {
     let (addr, consumer) = offset_target(node, caller, target, true)?;
     let op = PartitionOp::StoreOffset { consumer, offset };
     match node.partition(addr.ns(), op).await {
-        PartitionReply::Stored { caught_up } => {
+        PartitionReply::Stored {
+            caught_up,
+            committed,
+        } => {
             if caught_up && consumer.0 == ConsumerKind::ConsumerGroup {
                 node.complete_revocation(addr, consumer.1).await;
             }
-            Ok(())
+            Ok(committed)
         }
         other => Err(failure(other)),
     }
@@ -492,8 +529,8 @@ pub async fn delete_offset(call: Call<'_>, request: DeleteConsumerOffset<'_>) ->
     let caller = Caller::of(&call);
     let node = call.node();
     let removed = async move {
-        remove_offset(node, caller, &request.target).await?;
-        Ok(Vec::new())
+        let committed = remove_numbered(node, caller, &request.target).await?;
+        Ok((Vec::new(), committed))
     };
     write_once(&call, removed).await
 }
@@ -504,11 +541,22 @@ pub async fn remove_offset(
     caller: Caller,
     target: &OffsetTarget<'_>,
 ) -> Result<(), ErrorCode> {
+    remove_numbered(node, caller, target).await?;
+    Ok(())
+}
+
+/// `remove_offset`, with the op the partition's group numbered it.
+async fn remove_numbered(
+    node: &Node,
+    caller: Caller,
+    target: &OffsetTarget<'_>,
+) -> Result<Committed, ErrorCode> {
     let (addr, consumer) = offset_target(node, caller, target, true)?;
-    done(
-        node.partition(addr.ns(), PartitionOp::DeleteOffset { consumer })
-            .await,
-    )
+    let op = PartitionOp::DeleteOffset { consumer };
+    match node.partition(addr.ns(), op).await {
+        PartitionReply::Deleted(committed) => Ok(committed),
+        other => Err(failure(other)),
+    }
 }
 
 fn done(reply: PartitionReply) -> Result<(), ErrorCode> {

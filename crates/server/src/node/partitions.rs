@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
 use engine::metadata::topic::options::{Durability, TopicOptions};
+pub use engine::partition::Committed;
 use engine::partition::{Partition, PartitionError, PartitionOptions};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
@@ -66,6 +67,7 @@ pub enum PartitionOp {
 pub enum PartitionReply {
     Appended {
         base_offset: u64,
+        committed: Committed,
     },
     /// A poll reply body: shared slices of the stored records.
     Polled(PolledBody),
@@ -76,7 +78,10 @@ pub enum PartitionReply {
     /// ever served to that consumer (a pending revocation may complete).
     Stored {
         caught_up: bool,
+        committed: Committed,
     },
+    /// A stored offset was deleted.
+    Deleted(Committed),
     InFlight(bool),
     Failed(ErrorCode),
 }
@@ -343,13 +348,14 @@ impl OwnedPartition {
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
     ) -> Result<PartitionReply, PartitionError> {
-        let receipt = self
+        let (receipt, committed) = self
             .partition
             .append(buffer, range, super::process_stats::now_us)
             .await?;
         self.publish_stats();
         Ok(PartitionReply::Appended {
             base_offset: receipt.base_offset,
+            committed,
         })
     }
 
@@ -363,7 +369,14 @@ impl OwnedPartition {
     ) -> Result<PartitionReply, PartitionError> {
         let polled = self
             .partition
-            .poll(start, count, consumer, auto_commit, max_bytes)
+            .poll(
+                start,
+                count,
+                consumer,
+                auto_commit,
+                max_bytes,
+                super::process_stats::now_us(),
+            )
             .await?;
         let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
@@ -391,13 +404,21 @@ impl OwnedPartition {
         consumer: ConsumerKey,
         offset: u64,
     ) -> Result<PartitionReply, PartitionError> {
-        let caught_up = self.partition.store_offset(consumer, offset).await?;
-        Ok(PartitionReply::Stored { caught_up })
+        let now_us = super::process_stats::now_us();
+        let (caught_up, committed) = self
+            .partition
+            .store_offset(consumer, offset, now_us)
+            .await?;
+        Ok(PartitionReply::Stored {
+            caught_up,
+            committed,
+        })
     }
 
     async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, PartitionError> {
-        self.partition.delete_offset(consumer).await?;
-        Ok(PartitionReply::Done)
+        let now_us = super::process_stats::now_us();
+        let committed = self.partition.delete_offset(consumer, now_us).await?;
+        Ok(PartitionReply::Deleted(committed))
     }
 
     async fn flush(&self, fsync: bool) -> Result<PartitionReply, PartitionError> {
