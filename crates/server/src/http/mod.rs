@@ -3,8 +3,10 @@
 //! One request goes: count it, answer CORS preflights, match the route,
 //! authenticate the bearer (except on public routes), read the body under
 //! `http.max_request_size`, run the handler against the same engine the
-//! binary protocol uses, and render JSON. Success and redirect answers carry
-//! `iggy-view` (except `/ping`); errors never do.
+//! binary protocol uses (a write made with a credential under its
+//! server-side session, through the client-sessions table: `write`), and
+//! render JSON. Success and redirect answers carry `iggy-view` (except
+//! `/ping`); errors never do.
 
 mod api;
 mod auth;
@@ -14,6 +16,8 @@ mod json;
 mod jwt;
 mod router;
 mod sessions;
+mod turns;
+mod write;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -193,27 +197,18 @@ impl HttpApp {
                 .metrics
                 .request(crate::metrics::Transport::Http, index);
         }
-        let user = if route.is_public() {
+        let caller = if route.is_public() {
             None
         } else {
-            let (user, credential) = match self.settings.auth.authenticate(node, request.headers())
-            {
-                Ok(found) => found,
+            match self.settings.auth.authenticate(node, request.headers()) {
+                Ok(found) => Some(found),
                 Err(e) => return error_response(&e),
-            };
-            let now_secs = crate::node::process_stats::now_us() / 1_000_000;
-            if route == Route::Logout {
-                self.sessions.end(node, &credential);
-            } else if request.method() != hyper::Method::GET
-                && let Err(e) = self
-                    .sessions
-                    .ensure(node, &credential, user.0, peer, now_secs)
-                    .await
-            {
-                return error_response(&e);
             }
-            Some(user)
         };
+        if let (Route::Logout, Some((_, credential))) = (&route, &caller) {
+            self.sessions.end(node, credential);
+        }
+        let is_write = request.method() != hyper::Method::GET;
         let query = request.uri().query().unwrap_or_default().to_owned();
         let body = match self.read_body(request.into_body()).await {
             Ok(body) => body,
@@ -221,12 +216,26 @@ impl HttpApp {
         };
         let call = api::HttpCall {
             app: self,
-            user,
+            user: caller.as_ref().map(|(user, _)| *user),
             query: &query,
             body: &body,
         };
         let is_ping = route == Route::Ping;
-        match api::run(call, route).await {
+        // Writes made with a credential (all but logout) run under its
+        // server-side session, through the client-sessions table.
+        let result = match &caller {
+            Some((user, credential)) if is_write && route != Route::Logout => {
+                let writer = sessions::Writer {
+                    credential,
+                    user_id: user.0,
+                    peer,
+                    now_secs: crate::node::process_stats::now_us() / 1_000_000,
+                };
+                write::run(self, &writer, call, route).await
+            }
+            _ => api::run(call, route).await,
+        };
+        match result {
             Ok(reply) => reply.into_response(!is_ping),
             Err(e) => error_response(&e),
         }
