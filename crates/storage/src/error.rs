@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use protocol::batch::BatchError;
 
+use crate::offset::Offset;
+
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -46,7 +48,10 @@ pub enum StorageError {
     /// The durable offset reservation is used up; a renewal is in flight.
     /// Await `PartitionLog::reserve_offsets` and retry.
     #[error("offsets from {frontier} on are not reserved yet (next offset {next_offset})")]
-    OffsetsNotReserved { next_offset: u64, frontier: u64 },
+    OffsetsNotReserved {
+        next_offset: Offset,
+        frontier: Offset,
+    },
     #[error("invalid storage options: {reason}")]
     InvalidOptions { reason: String },
 }

@@ -10,12 +10,14 @@ pub mod counter_file;
 pub mod error;
 pub mod journal;
 pub mod lock;
+pub mod offset;
 pub mod offsets;
 pub mod partition;
 pub mod purge_gen;
 pub mod seam;
 
 pub use error::{Result, StorageError};
+pub use offset::Offset;
 pub use partition::{
     AppendReceipt, FlushObserver, LogOptions, PartitionLog, PolledRecord, RecoveryReport,
     SegmentInfo,

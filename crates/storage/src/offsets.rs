@@ -20,6 +20,7 @@ use compio::BufResult;
 use protocol::checksum::xxh3_64;
 
 use crate::error::{Result, io_error};
+use crate::offset::Offset;
 use crate::seam::{Storage, StorageFile, read_whole};
 
 pub const OFFSETS_DIR_NAME: &str = "offsets";
@@ -50,7 +51,7 @@ impl ConsumerKind {
 pub struct StoredOffset {
     pub kind: ConsumerKind,
     pub id: u32,
-    pub offset: u64,
+    pub offset: Offset,
 }
 
 /// A file that could not be trusted.
@@ -69,22 +70,22 @@ pub struct LoadedOffsets {
 /// How the bytes of one offset file read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecodedOffset {
-    Current(u64),
-    Legacy(u64),
+    Current(Offset),
+    Legacy(Offset),
     Torn,
     Corrupt,
 }
 
-pub fn encode(offset: u64) -> [u8; OFFSET_FILE_SIZE] {
+pub fn encode(offset: Offset) -> [u8; OFFSET_FILE_SIZE] {
     let mut out = [0u8; OFFSET_FILE_SIZE];
-    out[..8].copy_from_slice(&offset.to_le_bytes());
+    out[..8].copy_from_slice(&offset.0.to_le_bytes());
     let checksum = xxh3_64(&out[..8]);
     out[8..].copy_from_slice(&checksum.to_le_bytes());
     out
 }
 
 pub fn decode(bytes: &[u8]) -> DecodedOffset {
-    let offset = || u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    let offset = || Offset(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")));
     match bytes.len() {
         LEGACY_OFFSET_FILE_SIZE => DecodedOffset::Legacy(offset()),
         OFFSET_FILE_SIZE => {
@@ -137,7 +138,13 @@ impl<S: Storage> OffsetStore<S> {
 
     /// Stores `offset` by truncate-and-write; with `fsync` the file (and, for
     /// a new file, its directory entry) is durable on return.
-    pub async fn store(&self, kind: ConsumerKind, id: u32, offset: u64, fsync: bool) -> Result<()> {
+    pub async fn store(
+        &self,
+        kind: ConsumerKind,
+        id: u32,
+        offset: Offset,
+        fsync: bool,
+    ) -> Result<()> {
         let path = self.path(kind, id);
         let existed = self
             .storage
@@ -271,18 +278,21 @@ mod tests {
 
     #[test]
     fn given_offset_when_encoding_should_match_golden_bytes() {
-        let bytes = encode(0x0102);
+        let bytes = encode(Offset(0x0102));
         assert_eq!(&bytes[..8], &[0x02, 0x01, 0, 0, 0, 0, 0, 0]);
         assert_eq!(bytes[8..], xxh3_64(&bytes[..8]).to_le_bytes());
-        assert_eq!(decode(&bytes), DecodedOffset::Current(0x0102));
+        assert_eq!(decode(&bytes), DecodedOffset::Current(Offset(0x0102)));
     }
 
     #[test]
     fn given_file_lengths_when_decoding_should_classify_legacy_torn_and_corrupt() {
-        assert_eq!(decode(&7u64.to_le_bytes()), DecodedOffset::Legacy(7));
+        assert_eq!(
+            decode(&7u64.to_le_bytes()),
+            DecodedOffset::Legacy(Offset(7))
+        );
         assert_eq!(decode(&[1, 2, 3]), DecodedOffset::Torn);
-        assert_eq!(decode(&encode(5)[..12]), DecodedOffset::Torn);
-        let mut flipped = encode(5);
+        assert_eq!(decode(&encode(Offset(5))[..12]), DecodedOffset::Torn);
+        let mut flipped = encode(Offset(5));
         flipped[0] ^= 1;
         assert_eq!(decode(&flipped), DecodedOffset::Corrupt);
         assert_eq!(decode(&[0; 17]), DecodedOffset::Corrupt);
@@ -292,23 +302,23 @@ mod tests {
     async fn given_stored_offsets_when_loading_should_return_them_and_report_bad_files() {
         let (storage, offsets) = store();
         offsets
-            .store(ConsumerKind::Consumer, 1, 10, false)
+            .store(ConsumerKind::Consumer, 1, Offset(10), false)
             .await
             .unwrap();
         offsets
-            .store(ConsumerKind::Consumer, 1, 4, false)
+            .store(ConsumerKind::Consumer, 1, Offset(4), false)
             .await
             .unwrap();
         offsets
-            .store(ConsumerKind::ConsumerGroup, 2, 20, true)
+            .store(ConsumerKind::ConsumerGroup, 2, Offset(20), true)
             .await
             .unwrap();
         offsets
-            .store(ConsumerKind::Consumer, 3, 0, false)
+            .store(ConsumerKind::Consumer, 3, Offset(0), false)
             .await
             .unwrap();
         offsets
-            .store(ConsumerKind::Consumer, 4, 0, false)
+            .store(ConsumerKind::Consumer, 4, Offset(0), false)
             .await
             .unwrap();
         storage
@@ -324,12 +334,12 @@ mod tests {
                 StoredOffset {
                     kind: ConsumerKind::Consumer,
                     id: 1,
-                    offset: 4
+                    offset: Offset(4)
                 },
                 StoredOffset {
                     kind: ConsumerKind::ConsumerGroup,
                     id: 2,
-                    offset: 20
+                    offset: Offset(20)
                 }
             ]
         );
@@ -345,18 +355,21 @@ mod tests {
     async fn given_fsynced_store_when_crashing_should_keep_the_offset() {
         let (storage, offsets) = store();
         offsets
-            .store(ConsumerKind::ConsumerGroup, 7, 99, true)
+            .store(ConsumerKind::ConsumerGroup, 7, Offset(99), true)
             .await
             .unwrap();
         let rebooted = OffsetStore::new(storage.crash(CrashMode::Clean), Path::new("/p/0"));
-        assert_eq!(rebooted.load_all().await.unwrap().offsets[0].offset, 99);
+        assert_eq!(
+            rebooted.load_all().await.unwrap().offsets[0].offset,
+            Offset(99)
+        );
     }
 
     #[compio::test]
     async fn given_a_store_interrupted_before_its_write_when_loading_should_keep_the_old_offset() {
         let (storage, offsets) = store();
         offsets
-            .store(ConsumerKind::Consumer, 7, 99, true)
+            .store(ConsumerKind::Consumer, 7, Offset(99), true)
             .await
             .unwrap();
         // The next write stores nothing, as when the process is killed
@@ -367,24 +380,24 @@ mod tests {
         });
         assert!(
             offsets
-                .store(ConsumerKind::Consumer, 7, 150, true)
+                .store(ConsumerKind::Consumer, 7, Offset(150), true)
                 .await
                 .is_err()
         );
         let loaded = offsets.load_all().await.unwrap();
         assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
-        assert_eq!(loaded.offsets[0].offset, 99);
+        assert_eq!(loaded.offsets[0].offset, Offset(99));
     }
 
     #[compio::test]
     async fn given_offsets_when_deleting_should_remove_one_or_all() {
         let (_, offsets) = store();
         offsets
-            .store(ConsumerKind::Consumer, 1, 1, false)
+            .store(ConsumerKind::Consumer, 1, Offset(1), false)
             .await
             .unwrap();
         offsets
-            .store(ConsumerKind::ConsumerGroup, 1, 1, false)
+            .store(ConsumerKind::ConsumerGroup, 1, Offset(1), false)
             .await
             .unwrap();
         assert!(offsets.delete(ConsumerKind::Consumer, 1).await.unwrap());

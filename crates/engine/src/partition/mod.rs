@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 use storage::offsets::{ConsumerKind, OffsetProblem, OffsetStore};
 use storage::{
-    AppendReceipt, LogOptions, PartitionLog, PolledRecord, RecoveryReport, Storage, StorageError,
-    purge_gen,
+    AppendReceipt, LogOptions, Offset, PartitionLog, PolledRecord, RecoveryReport, Storage,
+    StorageError, purge_gen,
 };
 
 use crate::metadata::topic::options::Durability;
@@ -51,7 +51,7 @@ pub type ConsumerKey = (ConsumerKind, u32);
 /// Where a poll starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollStart {
-    Offset(u64),
+    Offset(Offset),
     Timestamp(u64),
     First,
     Last,
@@ -64,7 +64,7 @@ pub enum PartitionError {
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error("offset {offset} is beyond the partition's last message")]
-    OffsetBeyondEnd { offset: u64 },
+    OffsetBeyondEnd { offset: Offset },
     #[error("no offset is stored for this consumer")]
     OffsetNotFound,
 }
@@ -82,7 +82,7 @@ pub struct PartitionOptions {
 /// A poll's result: the partition's current offset and the records.
 #[derive(Debug, Clone)]
 pub struct Polled {
-    pub current_offset: u64,
+    pub current_offset: Offset,
     pub records: Vec<PolledRecord>,
 }
 
@@ -101,10 +101,10 @@ pub struct Partition<S: Storage> {
     dir: PathBuf,
     log: PartitionLog<S>,
     offsets_store: OffsetStore<S>,
-    offsets: RefCell<HashMap<ConsumerKey, u64>>,
+    offsets: RefCell<HashMap<ConsumerKey, Offset>>,
     /// The highest offset served to each consumer group. Not persisted:
     /// after a restart no member survives, so nothing is in flight.
-    served: RefCell<HashMap<ConsumerKey, u64>>,
+    served: RefCell<HashMap<ConsumerKey, Offset>>,
     durability: Durability,
     offset_durability: Durability,
     purge_generation: Cell<u64>,
@@ -199,8 +199,8 @@ impl<S: Storage> Partition<S> {
     }
 
     /// The offset of the newest message (0 when empty), as replies show it.
-    pub fn current_offset(&self) -> u64 {
-        self.log.last_offset().unwrap_or(0)
+    pub fn current_offset(&self) -> Offset {
+        self.log.last_offset().unwrap_or(Offset::ZERO)
     }
 
     pub fn purge_generation(&self) -> u64 {
@@ -272,15 +272,18 @@ impl<S: Storage> Partition<S> {
         start: PollStart,
         count: u32,
         consumer: ConsumerKey,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<Offset>> {
         let Some(last) = self.log.last_offset() else {
             return Ok(None);
         };
         let from = match start {
             PollStart::Offset(offset) => Some(offset),
-            PollStart::First => Some(self.log.first_offset().unwrap_or(0)),
-            PollStart::Last => Some(last.saturating_sub(u64::from(count.max(1)) - 1)),
-            PollStart::Next => Some(self.stored_offset(consumer).map_or(0, |o| o + 1)),
+            PollStart::First => Some(self.log.first_offset().unwrap_or(Offset::ZERO)),
+            PollStart::Last => Some(last.saturating_minus(u64::from(count.max(1)) - 1)),
+            PollStart::Next => Some(
+                self.stored_offset(consumer)
+                    .map_or(Offset::ZERO, Offset::next),
+            ),
             PollStart::Timestamp(ts) => self.log.find_offset_by_timestamp(ts).await?,
         };
         Ok(from.filter(|&offset| offset <= last))
@@ -310,7 +313,7 @@ impl<S: Storage> Partition<S> {
         };
         let last_served = records
             .last()
-            .map(|r| r.first_offset + u64::from(r.count) - 1);
+            .map(|r| r.first_offset.plus(u64::from(r.count) - 1));
         if let Some(last) = last_served {
             if consumer.0 == ConsumerKind::ConsumerGroup {
                 let mut served = self.served.borrow_mut();
@@ -329,7 +332,7 @@ impl<S: Storage> Partition<S> {
 
     /// The store a poll with auto-commit makes: an op of the group like a
     /// client's store, which the poll does not wait to see committed.
-    async fn auto_commit(&self, consumer: ConsumerKey, last: u64, now_us: u64) -> Result<()> {
+    async fn auto_commit(&self, consumer: ConsumerKey, last: Offset, now_us: u64) -> Result<()> {
         let permit = self.group.admit().await?;
         if self
             .stored_offset(consumer)
@@ -347,7 +350,7 @@ impl<S: Storage> Partition<S> {
         Ok(stored?)
     }
 
-    pub fn stored_offset(&self, consumer: ConsumerKey) -> Option<u64> {
+    pub fn stored_offset(&self, consumer: ConsumerKey) -> Option<Offset> {
         self.offsets.borrow().get(&consumer).copied()
     }
 
@@ -358,7 +361,7 @@ impl<S: Storage> Partition<S> {
     pub async fn store_offset(
         &self,
         consumer: ConsumerKey,
-        offset: u64,
+        offset: Offset,
         now_us: u64,
     ) -> Result<(bool, Committed)> {
         let permit = self.group.admit().await?;
@@ -434,7 +437,7 @@ impl<S: Storage> Partition<S> {
     }
 
     /// The lowest stored offset: retention never deletes past it.
-    pub fn barrier(&self) -> Option<u64> {
+    pub fn barrier(&self) -> Option<Offset> {
         self.offsets.borrow().values().copied().min()
     }
 

@@ -62,33 +62,42 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
         .await
         .unwrap();
     assert_eq!(polled.records.iter().map(|r| r.count).sum::<u32>(), 4);
-    assert_eq!(partition.stored_offset(CONSUMER), Some(3));
+    assert_eq!(partition.stored_offset(CONSUMER), Some(Offset(3)));
 
     let killed = storage.crash(CrashMode::Process);
     let reopened = open(&killed, 0).await.partition;
     assert_eq!(
         reopened.log().last_offset(),
-        Some(9),
+        Some(Offset(9)),
         "acknowledged appends survive"
     );
     let next = reopened
         .poll(PollStart::Next, 100, CONSUMER, false, u64::MAX, 0)
         .await
         .unwrap();
-    assert_eq!(next.records.first().map(|r| r.first_offset), Some(4));
+    assert_eq!(
+        next.records.first().map(|r| r.first_offset),
+        Some(Offset(4))
+    );
 }
 
 #[compio::test]
 async fn given_offset_beyond_the_end_when_storing_should_refuse() {
     let storage = SimStorage::new();
     let partition = open(&storage, 0).await.partition;
-    let refused = partition.store_offset(CONSUMER, 0, 0).await;
+    let refused = partition.store_offset(CONSUMER, Offset(0), 0).await;
     assert!(matches!(
         refused,
-        Err(PartitionError::OffsetBeyondEnd { offset: 0 })
+        Err(PartitionError::OffsetBeyondEnd { offset: Offset(0) })
     ));
     append(&partition, 1, 2).await;
-    assert!(partition.store_offset(CONSUMER, 1, 0).await.unwrap().0);
+    assert!(
+        partition
+            .store_offset(CONSUMER, Offset(1), 0)
+            .await
+            .unwrap()
+            .0
+    );
     assert!(matches!(
         partition
             .delete_offset((ConsumerKind::Consumer, 8), 0)
@@ -104,11 +113,11 @@ async fn given_group_served_beyond_its_offset_when_asked_should_report_in_flight
     append(&partition, 1, 3).await;
     let group = (ConsumerKind::ConsumerGroup, 1);
     partition
-        .poll(PollStart::Offset(0), 3, group, false, u64::MAX, 0)
+        .poll(PollStart::Offset(Offset(0)), 3, group, false, u64::MAX, 0)
         .await
         .unwrap();
     assert!(partition.in_flight(group));
-    let (caught_up, _) = partition.store_offset(group, 2, 0).await.unwrap();
+    let (caught_up, _) = partition.store_offset(group, Offset(2), 0).await.unwrap();
     assert!(caught_up && !partition.in_flight(group));
 }
 
@@ -122,7 +131,10 @@ async fn given_purge_interrupted_at_every_sync_when_reopening_should_complete_it
         let storage = SimStorage::new();
         let partition = open(&storage, 0).await.partition;
         append(&partition, 1, 4).await;
-        partition.store_offset(CONSUMER, 2, 0).await.unwrap();
+        partition
+            .store_offset(CONSUMER, Offset(2), 0)
+            .await
+            .unwrap();
         partition.flush(true).await.unwrap();
         storage.set_faults(SimFaults {
             crash_after_syncs: Some(storage.syncs_done() + crash_point),
@@ -176,7 +188,7 @@ async fn given_partition_created_after_a_purge_when_reopened_should_keep_its_mes
         !reopened.purge_completed,
         "it never missed the topic's purges"
     );
-    assert_eq!(reopened.partition.log().last_offset(), Some(1));
+    assert_eq!(reopened.partition.log().last_offset(), Some(Offset(1)));
 }
 
 #[compio::test]
@@ -184,7 +196,10 @@ async fn given_appends_and_stores_when_committed_should_number_them_in_order_per
     let storage = SimStorage::new();
     let partition = open(&storage, 0).await.partition;
     let first = append(&partition, 1, 2).await;
-    let (_, stored) = partition.store_offset(CONSUMER, 1, 0).await.unwrap();
+    let (_, stored) = partition
+        .store_offset(CONSUMER, Offset(1), 0)
+        .await
+        .unwrap();
     let second = append(&partition, 2, 2).await;
     assert_eq!(
         stored.op.0,
@@ -223,5 +238,5 @@ async fn given_many_concurrent_appends_when_the_pipeline_fills_should_all_commit
     ops.sort();
     ops.dedup();
     assert_eq!(ops.len(), 300, "every append got its own op");
-    assert_eq!(partition.log().last_offset(), Some(299));
+    assert_eq!(partition.log().last_offset(), Some(Offset(299)));
 }

@@ -15,6 +15,7 @@ use protocol::requests::{
     StoreConsumerOffset, TopicRef,
 };
 use protocol::responses::{self, ConsumerOffsetInfo, PollReplyHeader, SendConfirmation};
+use storage::Offset;
 use storage::offsets::ConsumerKind;
 
 use super::convert::ident;
@@ -211,7 +212,7 @@ async fn append_numbered(
                 stream_id: addr.stream,
                 topic_id: addr.topic,
                 partition_id: addr.partition,
-                base_offset,
+                base_offset: base_offset.0,
             };
             Ok((confirmation, committed))
         }
@@ -283,7 +284,7 @@ fn consumer_of(
 
 fn poll_start(strategy: PollingStrategy) -> PollStart {
     match strategy {
-        PollingStrategy::Offset(offset) => PollStart::Offset(offset),
+        PollingStrategy::Offset(offset) => PollStart::Offset(Offset(offset)),
         PollingStrategy::Timestamp(ts) => PollStart::Timestamp(ts),
         PollingStrategy::First => PollStart::First,
         PollingStrategy::Last => PollStart::Last,
@@ -471,8 +472,8 @@ pub async fn read_offset(
             Ok(
                 offsets.map(|(current_offset, stored_offset)| ConsumerOffsetInfo {
                     partition_id: addr.partition,
-                    current_offset,
-                    stored_offset,
+                    current_offset: current_offset.0,
+                    stored_offset: stored_offset.0,
                 }),
             )
         }
@@ -484,7 +485,8 @@ pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> R
     let caller = Caller::of(&call);
     let node = call.node();
     let stored = async move {
-        let committed = store_numbered(node, caller, &request.target, request.offset).await?;
+        let offset = Offset(request.offset);
+        let committed = store_numbered(node, caller, &request.target, offset).await?;
         Ok((Vec::new(), committed))
     };
     write_once(&call, stored).await
@@ -498,7 +500,7 @@ pub async fn write_offset(
     target: &OffsetTarget<'_>,
     offset: u64,
 ) -> Result<(), ErrorCode> {
-    store_numbered(node, caller, target, offset).await?;
+    store_numbered(node, caller, target, Offset(offset)).await?;
     Ok(())
 }
 
@@ -507,7 +509,7 @@ async fn store_numbered(
     node: &Node,
     caller: Caller,
     target: &OffsetTarget<'_>,
-    offset: u64,
+    offset: Offset,
 ) -> Result<Committed, ErrorCode> {
     let (addr, consumer) = offset_target(node, caller, target, true)?;
     let op = PartitionOp::StoreOffset { consumer, offset };

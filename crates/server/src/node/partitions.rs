@@ -18,7 +18,7 @@ use engine::partition::{Partition, PartitionError, PartitionOptions};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use protocol::responses::PollReplyHeader;
-use storage::{LogOptions, PartitionLog, RealStorage, StorageError};
+use storage::{LogOptions, Offset, PartitionLog, RealStorage, StorageError};
 use tracing::{error, info, warn};
 
 use super::Node;
@@ -49,7 +49,7 @@ pub enum PartitionOp {
     },
     StoreOffset {
         consumer: ConsumerKey,
-        offset: u64,
+        offset: Offset,
     },
     DeleteOffset {
         consumer: ConsumerKey,
@@ -66,13 +66,13 @@ pub enum PartitionOp {
 #[derive(Debug)]
 pub enum PartitionReply {
     Appended {
-        base_offset: u64,
+        base_offset: Offset,
         committed: Committed,
     },
     /// A poll reply body: shared slices of the stored records.
     Polled(PolledBody),
     /// `(current_offset, stored_offset)`; `None` when nothing is stored.
-    Offset(Option<(u64, u64)>),
+    Offset(Option<(Offset, Offset)>),
     Done,
     /// An offset was stored; `caught_up` when it reaches the highest offset
     /// ever served to that consumer (a pending revocation may complete).
@@ -320,7 +320,7 @@ fn publish_stats(log: &PartitionLog<RealStorage>, stats: &PartitionStats) {
     stats.set(
         log.size_bytes(),
         log.messages_count(),
-        log.last_offset().unwrap_or(0),
+        log.last_offset().map_or(0, |last| last.0),
         log.segments_count() as u64,
     );
 }
@@ -382,7 +382,7 @@ impl OwnedPartition {
         let body = PolledBody {
             header: PollReplyHeader {
                 partition_id: self.partition_id,
-                current_offset: polled.current_offset,
+                current_offset: polled.current_offset.0,
                 messages_count: messages,
             },
             records: polled
@@ -402,7 +402,7 @@ impl OwnedPartition {
     async fn store_offset(
         &self,
         consumer: ConsumerKey,
-        offset: u64,
+        offset: Offset,
     ) -> Result<PartitionReply, PartitionError> {
         let now_us = super::process_stats::now_us();
         let (caught_up, committed) = self

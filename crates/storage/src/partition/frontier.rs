@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::counter_file;
 use crate::error::Result;
+use crate::offset::Offset;
 use crate::seam::Storage;
 
 pub const FRONTIER_FILE_NAME: &str = "offset.frontier";
@@ -30,14 +31,13 @@ pub fn frontier_path(dir: &Path) -> PathBuf {
 
 /// Reads the frontier; absent means 0. A damaged file is an error: guessing
 /// low could reuse offsets.
-pub async fn load<S: Storage>(storage: &S, dir: &Path) -> Result<u64> {
-    Ok(counter_file::load(storage, &frontier_path(dir))
-        .await?
-        .unwrap_or(0))
+pub async fn load<S: Storage>(storage: &S, dir: &Path) -> Result<Offset> {
+    let stored = counter_file::load(storage, &frontier_path(dir)).await?;
+    Ok(Offset(stored.unwrap_or(0)))
 }
 
-pub async fn store<S: Storage>(storage: &S, dir: &Path, frontier: u64) -> Result<()> {
-    counter_file::store(storage, &frontier_path(dir), frontier).await
+pub async fn store<S: Storage>(storage: &S, dir: &Path, frontier: Offset) -> Result<()> {
+    counter_file::store(storage, &frontier_path(dir), frontier.0).await
 }
 
 #[cfg(test)]
@@ -51,9 +51,9 @@ mod tests {
         let storage = SimStorage::new();
         let dir = Path::new("/p");
         storage.create_dir_all(dir).await.unwrap();
-        assert_eq!(load(&storage, dir).await.unwrap(), 0);
-        store(&storage, dir, 77).await.unwrap();
-        assert_eq!(load(&storage, dir).await.unwrap(), 77);
+        assert_eq!(load(&storage, dir).await.unwrap(), Offset::ZERO);
+        store(&storage, dir, Offset(77)).await.unwrap();
+        assert_eq!(load(&storage, dir).await.unwrap(), Offset(77));
         let mut damaged = counter_file::encode(77);
         damaged[0] ^= 1;
         storage

@@ -14,6 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::offset::Offset;
+
 pub const INDEX_ENTRY_SIZE: usize = 24;
 /// Digits of the zero-padded start offset in segment file names.
 pub const SEGMENT_NAME_DIGITS: usize = 20;
@@ -27,7 +29,7 @@ pub const MEMORY_INDEX_GAP_BYTES: u64 = 4096;
 /// One sparse index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexEntry {
-    pub offset: u64,
+    pub offset: Offset,
     pub timestamp: u64,
     pub position: u64,
 }
@@ -35,7 +37,7 @@ pub struct IndexEntry {
 impl IndexEntry {
     pub fn encode(&self) -> [u8; INDEX_ENTRY_SIZE] {
         let mut out = [0u8; INDEX_ENTRY_SIZE];
-        out[0..8].copy_from_slice(&self.offset.to_le_bytes());
+        out[0..8].copy_from_slice(&self.offset.0.to_le_bytes());
         out[8..16].copy_from_slice(&self.timestamp.to_le_bytes());
         out[16..24].copy_from_slice(&self.position.to_le_bytes());
         out
@@ -45,7 +47,7 @@ impl IndexEntry {
         let u64_at =
             |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8-byte slice"));
         Self {
-            offset: u64_at(0),
+            offset: Offset(u64_at(0)),
             timestamp: u64_at(8),
             position: u64_at(16),
         }
@@ -76,33 +78,33 @@ pub fn push_sparse(index: &mut Vec<IndexEntry>, entry: IndexEntry) {
 }
 
 /// The last entry whose key is at or below `key`, for a forward scan.
-pub fn floor_entry(
+pub fn floor_entry<K: Ord>(
     index: &[IndexEntry],
-    key: u64,
-    key_of: impl Fn(&IndexEntry) -> u64,
+    key: K,
+    key_of: impl Fn(&IndexEntry) -> K,
 ) -> Option<IndexEntry> {
     let after = index.partition_point(|entry| key_of(entry) <= key);
     after.checked_sub(1).map(|at| index[at])
 }
 
-pub fn segment_file_name(start_offset: u64, extension: &str) -> String {
+pub fn segment_file_name(start_offset: Offset, extension: &str) -> String {
     format!(
         "{start_offset:0width$}.{extension}",
         width = SEGMENT_NAME_DIGITS
     )
 }
 
-pub fn segment_path(dir: &Path, start_offset: u64, extension: &str) -> PathBuf {
+pub fn segment_path(dir: &Path, start_offset: Offset, extension: &str) -> PathBuf {
     dir.join(segment_file_name(start_offset, extension))
 }
 
 /// The start offset named by a `.log` file name, if it is one.
-pub fn parse_log_file_name(name: &str) -> Option<u64> {
+pub fn parse_log_file_name(name: &str) -> Option<Offset> {
     let digits = name.strip_suffix(LOG_EXTENSION)?.strip_suffix('.')?;
     if digits.len() != SEGMENT_NAME_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    digits.parse().ok().map(Offset)
 }
 
 #[cfg(test)]
@@ -112,7 +114,7 @@ mod tests {
     #[test]
     fn given_entry_when_encoding_should_match_golden_bytes() {
         let entry = IndexEntry {
-            offset: 0x0102,
+            offset: Offset(0x0102),
             timestamp: 0x0A0B_0C0D,
             position: 256,
         };
@@ -127,7 +129,7 @@ mod tests {
     #[test]
     fn given_partial_trailing_entry_when_decoding_should_ignore_it() {
         let mut bytes = IndexEntry {
-            offset: 1,
+            offset: Offset(1),
             timestamp: 2,
             position: 3,
         }
@@ -140,10 +142,13 @@ mod tests {
     #[test]
     fn given_segment_names_should_round_trip_twenty_digits() {
         assert_eq!(
-            segment_file_name(42, LOG_EXTENSION),
+            segment_file_name(Offset(42), LOG_EXTENSION),
             "00000000000000000042.log"
         );
-        assert_eq!(parse_log_file_name("00000000000000000042.log"), Some(42));
+        assert_eq!(
+            parse_log_file_name("00000000000000000042.log"),
+            Some(Offset(42))
+        );
         assert_eq!(parse_log_file_name("00000000000000000042.index"), None);
         assert_eq!(parse_log_file_name("42.log"), None);
     }
@@ -155,7 +160,7 @@ mod tests {
             push_sparse(
                 &mut index,
                 IndexEntry {
-                    offset: i * 10,
+                    offset: Offset(i * 10),
                     timestamp: i * 100,
                     position: i * MEMORY_INDEX_GAP_BYTES,
                 },
@@ -164,7 +169,7 @@ mod tests {
         push_sparse(
             &mut index,
             IndexEntry {
-                offset: 31,
+                offset: Offset(31),
                 timestamp: 301,
                 position: 3 * MEMORY_INDEX_GAP_BYTES + 1,
             },
@@ -175,13 +180,13 @@ mod tests {
             "an entry too close to the previous one is not kept"
         );
         assert_eq!(
-            floor_entry(&index, 25, |e| e.offset).map(|e| e.offset),
-            Some(20)
+            floor_entry(&index, Offset(25), |e| e.offset).map(|e| e.offset),
+            Some(Offset(20))
         );
         assert_eq!(
             floor_entry(&index, 250, |e| e.timestamp).map(|e| e.offset),
-            Some(20)
+            Some(Offset(20))
         );
-        assert!(floor_entry(&index[1..], 5, |e| e.offset).is_none());
+        assert!(floor_entry(&index[1..], Offset(5), |e| e.offset).is_none());
     }
 }

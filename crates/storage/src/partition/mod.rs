@@ -44,6 +44,7 @@ pub use recovery::{RecoveryReport, TruncatedTail};
 
 use crate::error::{Result, StorageError};
 use crate::lock::AsyncLock;
+use crate::offset::Offset;
 use crate::seam::Storage;
 use state::{CachedBatch, LogState};
 
@@ -125,8 +126,8 @@ impl LogOptions {
 /// What `append` assigned to a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendReceipt {
-    pub base_offset: u64,
-    pub last_offset: u64,
+    pub base_offset: Offset,
+    pub last_offset: Offset,
     pub base_timestamp: u64,
     pub size_bytes: u64,
     pub message_count: u32,
@@ -141,7 +142,7 @@ pub struct PolledRecord {
     /// Shared bytes holding the frames (a cached record or a disk read).
     pub bytes: Bytes,
     pub frames: Range<usize>,
-    pub first_offset: u64,
+    pub first_offset: Offset,
     pub count: u32,
 }
 
@@ -161,8 +162,8 @@ impl PolledRecord {
 /// A sealed or active segment as seen by retention and stats.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentInfo {
-    pub start_offset: u64,
-    pub last_offset: Option<u64>,
+    pub start_offset: Offset,
+    pub last_offset: Option<Offset>,
     pub size_bytes: u64,
     pub messages: u64,
     pub max_timestamp: u64,
@@ -287,7 +288,7 @@ impl<S: Storage> PartitionLog<S> {
             let mut state = self.state_mut();
             let base_offset = state.next_offset;
             let messages = u64::from(header.message_count);
-            if base_offset + messages > state.frontier {
+            if base_offset.plus(messages) > state.frontier {
                 let error = StorageError::OffsetsNotReserved {
                     next_offset: base_offset,
                     frontier: state.frontier,
@@ -300,12 +301,12 @@ impl<S: Storage> PartitionLog<S> {
             let stamped = stamp_record(
                 record,
                 self.inner.options.partition_id,
-                base_offset,
+                base_offset.0,
                 base_timestamp,
             );
             let receipt = AppendReceipt {
                 base_offset,
-                last_offset: stamped.last_offset(),
+                last_offset: Offset(stamped.last_offset()),
                 base_timestamp,
                 size_bytes: record.len() as u64,
                 message_count: stamped.message_count,
@@ -320,7 +321,7 @@ impl<S: Storage> PartitionLog<S> {
             state.push_batch(batch, messages);
             assert_eq!(
                 state.next_offset,
-                receipt.last_offset + 1,
+                receipt.last_offset.next(),
                 "appended at the end"
             );
             state.check_offsets();
@@ -331,29 +332,29 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// The offset the next appended message will get.
-    pub fn next_offset(&self) -> u64 {
+    pub fn next_offset(&self) -> Offset {
         self.state().next_offset
     }
 
     /// The durable frontier: every message with an offset at or below it
     /// is written and fsynced. After a restart that skipped reserved
     /// offsets it may name an offset that holds no message.
-    pub fn durable_offset(&self) -> Option<u64> {
-        self.state().durable_end.checked_sub(1)
+    pub fn durable_offset(&self) -> Option<Offset> {
+        self.state().durable_end.checked_minus(1)
     }
 
     /// Every message with an offset at or below it is in a segment file
     /// (the kernel has it; it survives a process kill).
-    pub fn written_offset(&self) -> Option<u64> {
-        self.state().written_end().checked_sub(1)
+    pub fn written_offset(&self) -> Option<Offset> {
+        self.state().written_end().checked_minus(1)
     }
 
-    pub fn first_offset(&self) -> Option<u64> {
+    pub fn first_offset(&self) -> Option<Offset> {
         self.state().first_offset()
     }
 
     /// The offset of the newest message, `None` when the log is empty.
-    pub fn last_offset(&self) -> Option<u64> {
+    pub fn last_offset(&self) -> Option<Offset> {
         self.state().last_offset
     }
 

@@ -17,6 +17,7 @@ use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Verify, slice_record, vali
 use super::index::floor_entry;
 use super::{PartitionLog, PolledRecord};
 use crate::error::{Result, StorageError, io_error};
+use crate::offset::Offset;
 use crate::seam::{Storage, StorageFile};
 
 /// Smallest disk read: records are parsed out of reads this large.
@@ -24,7 +25,7 @@ const READ_AHEAD_BYTES: u64 = 1 << 20;
 
 /// The running selection of a read: cursor, limits and chosen records.
 struct Selection {
-    cursor: u64,
+    cursor: Offset,
     remaining: u32,
     max_bytes: u64,
     used_bytes: u64,
@@ -40,28 +41,29 @@ impl Selection {
     /// the selection is full. A record that would exceed `max_bytes` is
     /// refused unless nothing was selected yet (a read always progresses).
     fn offer(&mut self, bytes: &Bytes, start: usize, len: usize) -> bool {
-        let Some(slice) = slice_record(&bytes[start..start + len], self.cursor, self.remaining)
-        else {
+        let record = &bytes[start..start + len];
+        let Some(slice) = slice_record(record, self.cursor.0, self.remaining) else {
             return true;
         };
+        let first_offset = Offset(slice.first_offset);
         let size = (BATCH_HEADER_SIZE + slice.frames.len()) as u64;
         if !self.records.is_empty() && self.used_bytes + size > self.max_bytes {
             self.remaining = 0;
             return false;
         }
         assert!(
-            slice.first_offset >= self.cursor,
+            first_offset >= self.cursor,
             "a slice never starts before the cursor"
         );
         self.used_bytes += size;
         self.remaining -= slice.count;
-        self.cursor = slice.first_offset + u64::from(slice.count);
+        self.cursor = first_offset.plus(u64::from(slice.count));
         let frames = start + slice.frames.start..start + slice.frames.end;
         let record = PolledRecord {
             header: slice.header,
             bytes: bytes.clone(),
             frames,
-            first_offset: slice.first_offset,
+            first_offset,
             count: slice.count,
         };
         self.records.push(record);
@@ -77,7 +79,7 @@ enum Source<F> {
         path: PathBuf,
         position: u64,
         end: u64,
-        last_offset: u64,
+        last_offset: Offset,
     },
     Nothing,
 }
@@ -88,7 +90,7 @@ impl<S: Storage> PartitionLog<S> {
     /// oldest retained message starts at the oldest one.
     pub async fn read(
         &self,
-        from_offset: u64,
+        from_offset: Offset,
         max_messages: u32,
         max_bytes: u64,
     ) -> Result<Vec<PolledRecord>> {
@@ -115,7 +117,7 @@ impl<S: Storage> PartitionLog<S> {
                 } => {
                     self.read_segment(&*file, &path, position, end, &mut selection)
                         .await?;
-                    selection.cursor = selection.cursor.max(last_offset + 1);
+                    selection.cursor = selection.cursor.max(last_offset.next());
                 }
             }
         }
@@ -127,15 +129,11 @@ impl<S: Storage> PartitionLog<S> {
         let Some(last) = self.last_offset() else {
             return Ok(Vec::new());
         };
-        self.read(
-            last.saturating_sub(u64::from(count).saturating_sub(1)),
-            count,
-            max_bytes,
-        )
-        .await
+        let from = last.saturating_minus(u64::from(count).saturating_sub(1));
+        self.read(from, count, max_bytes).await
     }
 
-    fn next_source(&self, cursor: u64) -> Source<S::File> {
+    fn next_source(&self, cursor: Offset) -> Source<S::File> {
         let state = self.state();
         if cursor >= state.next_offset {
             return Source::Nothing;
@@ -191,7 +189,7 @@ impl<S: Storage> PartitionLog<S> {
             Verify::Layout
         };
         scan_records(file, path, position, end, |bytes, start, header, at| {
-            if header.last_offset() < selection.cursor {
+            if Offset(header.last_offset()) < selection.cursor {
                 return Ok(false);
             }
             let len = header.batch_length as usize;
@@ -204,7 +202,7 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// The offset of the first batch whose base timestamp is `>= timestamp_us`.
-    pub async fn find_offset_by_timestamp(&self, timestamp_us: u64) -> Result<Option<u64>> {
+    pub async fn find_offset_by_timestamp(&self, timestamp_us: u64) -> Result<Option<Offset>> {
         let on_disk = {
             let state = self.state();
             let segment = state
@@ -227,7 +225,7 @@ impl<S: Storage> PartitionLog<S> {
             let mut found = None;
             scan_records(&*file, &path, position, end, |_, _, header, _| {
                 if header.base_timestamp >= timestamp_us {
-                    found = Some(header.base_offset);
+                    found = Some(Offset(header.base_offset));
                 }
                 Ok(found.is_some())
             })

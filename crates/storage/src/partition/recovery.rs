@@ -25,6 +25,7 @@ use super::index::{
 use super::state::{LogState, Segment};
 use super::{LogOptions, PartitionLog, frontier};
 use crate::error::{Result, StorageError, io_error};
+use crate::offset::Offset;
 use crate::seam::{Storage, StorageFile, read_whole};
 
 /// Largest record accepted (the message-bus frame cap).
@@ -40,9 +41,9 @@ const INDEX_REBUILD_TAIL_BYTES: u64 = 4 << 20;
 pub struct RecoveryReport {
     pub segments: usize,
     pub messages: u64,
-    pub next_offset: u64,
+    pub next_offset: Offset,
     /// Offsets never to be used: reserved before the restart, not in the log.
-    pub skipped_offsets: Range<u64>,
+    pub skipped_offsets: Range<Offset>,
     pub truncated: Vec<TruncatedTail>,
     pub indexes_rebuilt: Vec<PathBuf>,
 }
@@ -61,8 +62,8 @@ pub struct TruncatedTail {
 struct ScannedSegment {
     valid_end: u64,
     torn_reason: Option<String>,
-    first_offset: Option<u64>,
-    last_offset: Option<u64>,
+    first_offset: Option<Offset>,
+    last_offset: Option<Offset>,
     messages: u64,
     max_timestamp: u64,
     /// Leading entries of the stored index that match the log.
@@ -78,7 +79,7 @@ impl ScannedSegment {
     /// entry must describe exactly the record at its position.
     fn visit(&mut self, position: u64, header: &BatchHeader) {
         let entry = IndexEntry {
-            offset: header.base_offset,
+            offset: Offset(header.base_offset),
             timestamp: header.base_timestamp,
             position,
         };
@@ -94,8 +95,8 @@ impl ScannedSegment {
             _ => self.note_unindexed(entry),
         }
         push_sparse(&mut self.memory_index, entry);
-        self.first_offset.get_or_insert(header.base_offset);
-        self.last_offset = Some(header.last_offset());
+        self.first_offset.get_or_insert(entry.offset);
+        self.last_offset = Some(Offset(header.last_offset()));
         self.messages += u64::from(header.message_count);
         self.max_timestamp = header.base_timestamp;
         self.valid_end = position + header.batch_length;
@@ -129,7 +130,7 @@ pub(super) async fn open<S: Storage>(
         .read_dir(dir)
         .await
         .map_err(io_error("list partition directory", dir))?;
-    let mut starts: Vec<u64> = names
+    let mut starts: Vec<Offset> = names
         .iter()
         .filter_map(|name| parse_log_file_name(name))
         .collect();
@@ -146,11 +147,11 @@ pub(super) async fn open<S: Storage>(
         report.messages += segment.messages;
         segments.push(segment);
     }
-    let log_end = last_offset.map_or(0, |last| last + 1);
+    let log_end = last_offset.map_or(Offset::ZERO, Offset::next);
     let frontier = frontier::load(&storage, dir).await?;
     let last_start = segments
         .last()
-        .map_or(0, |s: &Segment<S::File>| s.start_offset);
+        .map_or(Offset::ZERO, |s: &Segment<S::File>| s.start_offset);
     let next_offset = log_end.max(frontier).max(last_start);
     let needs_new_segment = segments
         .last()
@@ -169,7 +170,7 @@ pub(super) async fn open<S: Storage>(
         active.direct = direct::open_writer(&storage, active, options.direct_sync).await?;
     }
     make_durable(&storage, dir, &segments).await?;
-    let reserved = next_offset + options.offset_reservation;
+    let reserved = next_offset.plus(options.offset_reservation);
     frontier::store(&storage, dir, reserved).await?;
     report.segments = segments.len();
     report.next_offset = next_offset;
@@ -183,14 +184,14 @@ pub(super) async fn open<S: Storage>(
     );
     state.check_offsets();
     let log = PartitionLog::from_state(storage, dir.to_path_buf(), options, state);
-    tracing::info!(dir = %dir.display(), next_offset, messages = report.messages, "partition log recovered");
+    tracing::info!(dir = %dir.display(), next_offset = next_offset.0, messages = report.messages, "partition log recovered");
     Ok((log, report))
 }
 
 async fn create_segment<S: Storage>(
     storage: &S,
     dir: &Path,
-    start: u64,
+    start: Offset,
 ) -> Result<Segment<S::File>> {
     let log_path = segment_path(dir, start, LOG_EXTENSION);
     let index_path = segment_path(dir, start, INDEX_EXTENSION);
@@ -234,8 +235,8 @@ async fn make_durable<S: Storage>(
 async fn recover_segment<S: Storage>(
     storage: &S,
     dir: &Path,
-    start: u64,
-    previous_last: Option<u64>,
+    start: Offset,
+    previous_last: Option<Offset>,
     report: &mut RecoveryReport,
 ) -> Result<Segment<S::File>> {
     let log_path = segment_path(dir, start, LOG_EXTENSION);
@@ -352,7 +353,7 @@ async fn scan_segment<F: StorageFile>(
     file: &F,
     path: &Path,
     len: u64,
-    start: u64,
+    start: Offset,
     scan: &mut ScannedSegment,
 ) -> Result<()> {
     let mut position = 0u64;
@@ -402,11 +403,12 @@ async fn scan_segment<F: StorageFile>(
 
 fn check_record(
     record: &[u8],
-    start: u64,
-    previous_last: Option<u64>,
+    start: Offset,
+    previous_last: Option<Offset>,
 ) -> std::result::Result<BatchHeader, String> {
     let header = validate_record(record, Verify::Checksums).map_err(|e| e.to_string())?;
-    if header.base_offset < start || previous_last.is_some_and(|last| header.base_offset <= last) {
+    let base_offset = Offset(header.base_offset);
+    if base_offset < start || previous_last.is_some_and(|last| base_offset <= last) {
         return Err(format!("base offset {} out of order", header.base_offset));
     }
     Ok(header)

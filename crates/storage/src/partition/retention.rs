@@ -10,6 +10,7 @@ use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
 use super::state::LogState;
 use super::{PartitionLog, frontier};
 use crate::error::{Result, StorageError, io_error};
+use crate::offset::Offset;
 use crate::seam::Storage;
 
 impl<S: Storage> PartitionLog<S> {
@@ -19,7 +20,7 @@ impl<S: Storage> PartitionLog<S> {
     pub async fn delete_oldest_sealed_segments(
         &self,
         count: usize,
-        barrier: Option<u64>,
+        barrier: Option<Offset>,
     ) -> Result<usize> {
         let _io = self.inner.io.lock().await;
         self.check_writable()?;
@@ -34,7 +35,7 @@ impl<S: Storage> PartitionLog<S> {
                 if let (Some(barrier), Some(last)) = (barrier, first.last_offset)
                     && last > barrier
                 {
-                    tracing::info!(dir = %self.dir().display(), last, barrier, "segment deletion blocked by committed consumer offset");
+                    tracing::info!(dir = %self.dir().display(), last = last.0, barrier = barrier.0, "segment deletion blocked by committed consumer offset");
                     break;
                 }
                 let segment = state.segments.remove(0);
@@ -123,14 +124,14 @@ impl<S: Storage> PartitionLog<S> {
                     .map_err(io_error("remove segment file", &path))?;
             }
         }
-        let segment = self.create_segment(0).await?;
-        let reserved = self.inner.options.offset_reservation;
+        let segment = self.create_segment(Offset::ZERO).await?;
+        let reserved = Offset::ZERO.plus(self.inner.options.offset_reservation);
         frontier::store(storage, dir, reserved).await?;
         storage
             .sync_dir(dir)
             .await
             .map_err(|error| self.poison("directory fsync", dir, error))?;
-        let mut state = LogState::new(vec![segment], 0, None, 0);
+        let mut state = LogState::new(vec![segment], Offset::ZERO, None, 0);
         state.frontier = reserved;
         state.generation = self.state().generation + 1;
         state.check_offsets();

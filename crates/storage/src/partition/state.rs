@@ -15,14 +15,15 @@ use std::rc::Rc;
 
 use super::direct::DirectWriter;
 use super::index::{IndexEntry, push_sparse};
+use crate::offset::Offset;
 use crate::seam::MAX_IOVECS;
 
 /// One segment: a `.log` file of batch records and its sparse `.index`.
 #[derive(Debug)]
 pub struct Segment<F> {
-    pub start_offset: u64,
-    pub first_offset: Option<u64>,
-    pub last_offset: Option<u64>,
+    pub start_offset: Offset,
+    pub first_offset: Option<Offset>,
+    pub last_offset: Option<Offset>,
     /// Bytes written to the `.log` file (the next write position).
     pub size_bytes: u64,
     pub index_size_bytes: u64,
@@ -44,7 +45,7 @@ pub struct Segment<F> {
 }
 
 impl<F> Segment<F> {
-    pub fn new(start_offset: u64, log: Rc<F>, index_file: Rc<F>, log_path: PathBuf) -> Self {
+    pub fn new(start_offset: Offset, log: Rc<F>, index_file: Rc<F>, log_path: PathBuf) -> Self {
         Self {
             start_offset,
             first_offset: None,
@@ -68,8 +69,8 @@ impl<F> Segment<F> {
 /// A stamped batch record held in memory.
 #[derive(Debug, Clone)]
 pub struct CachedBatch {
-    pub base_offset: u64,
-    pub last_offset: u64,
+    pub base_offset: Offset,
+    pub last_offset: Offset,
     pub base_timestamp: u64,
     pub bytes: Bytes,
     pub written: bool,
@@ -81,7 +82,7 @@ pub struct FlushChunk {
     pub position: u64,
     pub buffers: Vec<Bytes>,
     pub first: IndexEntry,
-    pub last_offset: u64,
+    pub last_offset: Offset,
     pub last_timestamp: u64,
     pub messages: u64,
     pub size_bytes: u64,
@@ -97,13 +98,13 @@ pub struct LogState<F> {
     pub unwritten_messages: u64,
     pub unwritten_bytes: u64,
     pub cached_written_bytes: u64,
-    pub next_offset: u64,
-    pub last_offset: Option<u64>,
+    pub next_offset: Offset,
+    pub last_offset: Option<Offset>,
     pub last_timestamp: u64,
     /// Every offset below it is durable (written and fsynced).
-    pub durable_end: u64,
+    pub durable_end: Offset,
     /// Offsets below it are durably reserved (see `frontier`).
-    pub frontier: u64,
+    pub frontier: Offset,
     pub frontier_renewing: bool,
     pub flush_scheduled: bool,
     /// A write found the disk full: appends are refused, and every refused
@@ -121,8 +122,8 @@ pub struct LogState<F> {
 impl<F> LogState<F> {
     pub fn new(
         segments: Vec<Segment<F>>,
-        next_offset: u64,
-        last_offset: Option<u64>,
+        next_offset: Offset,
+        last_offset: Option<Offset>,
         last_timestamp: u64,
     ) -> Self {
         assert!(!segments.is_empty(), "a log always has an active segment");
@@ -188,7 +189,7 @@ impl<F> LogState<F> {
     }
 
     /// Every appended offset below this is in a segment file.
-    pub fn written_end(&self) -> u64 {
+    pub fn written_end(&self) -> Offset {
         self.first_unwritten()
             .map_or(self.next_offset, |batch| batch.base_offset)
     }
@@ -210,7 +211,7 @@ impl<F> LogState<F> {
         self.unwritten_batches += 1;
         self.unwritten_messages += messages;
         self.unwritten_bytes += batch.bytes.len() as u64;
-        self.next_offset = batch.last_offset + 1;
+        self.next_offset = batch.last_offset.next();
         self.last_offset = Some(batch.last_offset);
         self.last_timestamp = batch.base_timestamp;
         self.cache.push_back(batch);
@@ -245,7 +246,7 @@ impl<F> LogState<F> {
             chunk.buffers.push(batch.bytes.clone());
             chunk.last_offset = batch.last_offset;
             chunk.last_timestamp = batch.base_timestamp;
-            chunk.messages += batch.last_offset - batch.base_offset + 1;
+            chunk.messages += batch.last_offset.messages_since(batch.base_offset) + 1;
             chunk.size_bytes += batch.bytes.len() as u64;
             if position + chunk.size_bytes >= segment_size_bytes {
                 chunk.rolls = true;
@@ -304,7 +305,7 @@ impl<F> LogState<F> {
 
     /// Drops every cached batch whose last offset is at or below `offset`
     /// (they were deleted with their segments).
-    pub fn drop_cached_up_to(&mut self, offset: u64) {
+    pub fn drop_cached_up_to(&mut self, offset: Offset) {
         while let Some(batch) = self.cache.front() {
             if batch.last_offset > offset || !batch.written {
                 break;
@@ -322,7 +323,7 @@ impl<F> LogState<F> {
         self.segments.iter().map(|s| s.size_bytes).sum::<u64>() + self.unwritten_bytes
     }
 
-    pub fn first_offset(&self) -> Option<u64> {
+    pub fn first_offset(&self) -> Option<Offset> {
         let on_disk = self.segments.iter().find_map(|s| s.first_offset);
         on_disk.or_else(|| self.cache.front().map(|batch| batch.base_offset))
     }

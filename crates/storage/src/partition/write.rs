@@ -21,6 +21,7 @@ use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
 use super::state::Segment;
 use super::{PartitionLog, frontier};
 use crate::error::{Result, StorageError};
+use crate::offset::Offset;
 use crate::seam::{Storage, StorageFile};
 
 /// Renew the offset reservation when fewer than `reservation / DIVISOR`
@@ -83,7 +84,7 @@ impl<S: Storage> PartitionLog<S> {
                 || state.unwritten_bytes >= options.size_of_messages_required_to_save;
             let flush = over_threshold && !state.flush_scheduled;
             state.flush_scheduled |= flush;
-            let remaining = state.frontier - state.next_offset;
+            let remaining = state.frontier.messages_since(state.next_offset);
             (
                 flush,
                 remaining < options.offset_reservation / FRONTIER_RENEWAL_DIVISOR,
@@ -106,7 +107,7 @@ impl<S: Storage> PartitionLog<S> {
 
     /// Makes everything appended so far durable.
     pub async fn sync(&self) -> Result<()> {
-        let Some(last) = self.state().next_offset.checked_sub(1) else {
+        let Some(last) = self.state().next_offset.checked_minus(1) else {
             return Ok(());
         };
         self.wait_durable(last).await
@@ -114,7 +115,7 @@ impl<S: Storage> PartitionLog<S> {
 
     /// Returns once `offset` (an offset already handed out by `append`) is
     /// written and fsynced, sharing one fsync with concurrent callers.
-    pub async fn wait_durable(&self, offset: u64) -> Result<()> {
+    pub async fn wait_durable(&self, offset: Offset) -> Result<()> {
         let generation = {
             let state = self.state();
             assert!(
@@ -144,7 +145,7 @@ impl<S: Storage> PartitionLog<S> {
     /// written to its segment file (in the kernel's page cache, so it
     /// survives a process kill but not a power loss), sharing one write
     /// with concurrent callers. No fsync.
-    pub async fn wait_written(&self, offset: u64) -> Result<()> {
+    pub async fn wait_written(&self, offset: Offset) -> Result<()> {
         let generation = {
             let state = self.state();
             assert!(
@@ -245,7 +246,7 @@ impl<S: Storage> PartitionLog<S> {
             }
             self.write_index_locked(rolls).await?;
             if rolls {
-                self.roll_locked(chunk.last_offset + 1).await?;
+                self.roll_locked(chunk.last_offset.next()).await?;
             }
         }
     }
@@ -290,7 +291,7 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// Seals the active segment and starts a new one at `start_offset`.
-    pub(super) async fn roll_locked(&self, start_offset: u64) -> Result<()> {
+    pub(super) async fn roll_locked(&self, start_offset: Offset) -> Result<()> {
         self.trim_padding_locked().await?;
         let segment = self.create_segment(start_offset).await?;
         let mut state = self.state_mut();
@@ -338,7 +339,7 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// Creates the two files of a new, empty segment.
-    pub(super) async fn create_segment(&self, start_offset: u64) -> Result<Segment<S::File>> {
+    pub(super) async fn create_segment(&self, start_offset: Offset) -> Result<Segment<S::File>> {
         let storage = &self.inner.storage;
         let log_path = segment_path(&self.inner.dir, start_offset, LOG_EXTENSION);
         let index_path = segment_path(&self.inner.dir, start_offset, INDEX_EXTENSION);
@@ -504,7 +505,7 @@ impl<S: Storage> PartitionLog<S> {
         loop {
             let short = {
                 let state = self.state();
-                state.next_offset + messages > state.frontier
+                state.next_offset.plus(messages) > state.frontier
             };
             if !short {
                 return Ok(());
@@ -539,9 +540,12 @@ impl<S: Storage> PartitionLog<S> {
         let reservation = self.inner.options.offset_reservation;
         let (current, wanted) = {
             let state = self.state();
-            (state.frontier, state.next_offset + messages + reservation)
+            (
+                state.frontier,
+                state.next_offset.plus(messages).plus(reservation),
+            )
         };
-        if current >= wanted - reservation / FRONTIER_RENEWAL_DIVISOR {
+        if current >= wanted.saturating_minus(reservation / FRONTIER_RENEWAL_DIVISOR) {
             return Ok(());
         }
         let dir = &self.inner.dir;

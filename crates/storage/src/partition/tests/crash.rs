@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::error::StorageError;
+use crate::offset::Offset;
 use crate::seam::{CrashMode, SimFaults};
 
 const TRIALS: u64 = 300;
@@ -24,9 +25,9 @@ const BATCHES_PER_PRODUCER: u64 = 25;
 #[derive(Debug, Default)]
 struct Observed {
     /// Every appended record, stamped, by base offset (acked or not).
-    appended: BTreeMap<u64, Vec<u8>>,
-    acked: Vec<u64>,
-    handed_out_end: u64,
+    appended: BTreeMap<Offset, Vec<u8>>,
+    acked: Vec<Offset>,
+    handed_out_end: Offset,
 }
 
 async fn produce(
@@ -51,13 +52,13 @@ async fn produce(
         stamp_record(
             &mut stamped,
             log.options().partition_id,
-            receipt.base_offset,
+            receipt.base_offset.0,
             receipt.base_timestamp,
         );
         {
             let mut seen = observed.borrow_mut();
             seen.appended.insert(receipt.base_offset, stamped);
-            seen.handed_out_end = seen.handed_out_end.max(receipt.last_offset + 1);
+            seen.handed_out_end = seen.handed_out_end.max(receipt.last_offset.next());
         }
         if rng.random_bool(0.7) {
             match log.wait_durable(receipt.last_offset).await {
@@ -109,26 +110,26 @@ async fn check_recovered(
         report.next_offset >= observed.handed_out_end,
         "trial {trial}: offsets reused ({report:?})"
     );
-    let records = log.read(0, u32::MAX, u64::MAX).await.unwrap();
+    let records = log.read(Offset(0), u32::MAX, u64::MAX).await.unwrap();
     let mut recovered = BTreeMap::new();
-    let mut previous_end = 0;
+    let mut previous_end = Offset(0);
     for polled in &records {
         let bytes = polled.to_record();
         let header =
             validate_record(&bytes, Verify::Checksums).expect("nothing corrupt is readable");
+        let base_offset = Offset(header.base_offset);
         assert!(
-            header.base_offset >= previous_end,
+            base_offset >= previous_end,
             "trial {trial}: offsets must increase"
         );
-        previous_end = header.last_offset() + 1;
-        let appended = observed.appended.get(&header.base_offset);
+        previous_end = Offset(header.last_offset()).next();
+        let appended = observed.appended.get(&base_offset);
         assert_eq!(
             appended,
             Some(&bytes),
-            "trial {trial}: recovered record {} differs from the appended one",
-            header.base_offset
+            "trial {trial}: recovered record {base_offset} differs from the appended one"
         );
-        recovered.insert(header.base_offset, bytes);
+        recovered.insert(base_offset, bytes);
     }
     for base in &observed.acked {
         assert!(
@@ -209,5 +210,5 @@ async fn given_always_failing_fsync_should_never_ack_and_recover_what_is_on_disk
     storage.set_faults(SimFaults::default());
     let (log, report) = open(&storage.crash(CrashMode::Clean), small_options()).await;
     assert_eq!(log.last_offset(), None);
-    assert!(report.next_offset >= 2);
+    assert!(report.next_offset >= Offset(2));
 }

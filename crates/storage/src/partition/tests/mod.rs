@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use protocol::batch::{BATCH_HEADER_SIZE, BatchHeader, Frames, build_record};
 
 use super::{LogOptions, PartitionLog, PolledRecord, RecoveryReport};
+use crate::offset::Offset;
 use crate::seam::SimStorage;
 
 fn dir() -> PathBuf {
@@ -62,7 +63,7 @@ fn message_id(tag: u64, index: usize) -> u128 {
 
 /// Every record of the log, as whole records.
 async fn all_records<S: crate::seam::Storage>(log: &PartitionLog<S>) -> Vec<Vec<u8>> {
-    log.read(0, u32::MAX, u64::MAX)
+    log.read(Offset(0), u32::MAX, u64::MAX)
         .await
         .expect("read")
         .iter()
@@ -82,7 +83,7 @@ async fn open(
 /// One message as a poll returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Message {
-    offset: u64,
+    offset: Offset,
     id: u128,
     timestamp: u64,
     payload: Vec<u8>,
@@ -112,10 +113,10 @@ fn messages_of(records: &[PolledRecord]) -> Vec<Message> {
                 frame.checksum(),
                 "served frame verifies"
             );
-            let offset = header.base_offset + u64::from(frame.offset_delta());
+            let offset = Offset(header.base_offset).plus(u64::from(frame.offset_delta()));
             assert_eq!(
                 offset,
-                polled.first_offset + index as u64,
+                polled.first_offset.plus(index as u64),
                 "offsets contiguous within a record"
             );
             out.push(Message {
@@ -130,11 +131,11 @@ fn messages_of(records: &[PolledRecord]) -> Vec<Message> {
 }
 
 fn log_path(start: u64) -> PathBuf {
-    dir().join(super::index::segment_file_name(start, "log"))
+    dir().join(super::index::segment_file_name(Offset(start), "log"))
 }
 
 fn index_path(start: u64) -> PathBuf {
-    dir().join(super::index::segment_file_name(start, "index"))
+    dir().join(super::index::segment_file_name(Offset(start), "index"))
 }
 
 fn file(storage: &SimStorage, path: &Path) -> Vec<u8> {

@@ -13,12 +13,12 @@ const OPERATIONS_PER_SEED: usize = 250;
 #[derive(Debug, Default)]
 struct Model {
     messages: Vec<Message>,
-    next_offset: u64,
+    next_offset: Offset,
     last_timestamp: u64,
 }
 
 impl Model {
-    fn expected_from(&self, from: u64) -> Vec<Message> {
+    fn expected_from(&self, from: Offset) -> Vec<Message> {
         self.messages
             .iter()
             .filter(|m| m.offset >= from)
@@ -68,18 +68,18 @@ impl Run {
         for (index, payload) in payloads(self.tag, count, len).into_iter().enumerate() {
             let id = message_id(self.tag, index);
             self.model.messages.push(Message {
-                offset: receipt.base_offset + index as u64,
+                offset: receipt.base_offset.plus(index as u64),
                 id,
                 timestamp,
                 payload,
             });
         }
-        self.model.next_offset = receipt.last_offset + 1;
+        self.model.next_offset = receipt.last_offset.next();
         self.model.last_timestamp = timestamp;
     }
 
     async fn read(&mut self) {
-        let from = self.rng.random_range(0..=self.model.next_offset + 3);
+        let from = Offset(self.rng.random_range(0..=self.model.next_offset.0 + 3));
         let max_messages = self.rng.random_range(1..=30);
         let unlimited = self.rng.random_bool(0.5);
         let max_bytes = if unlimited {
@@ -153,7 +153,7 @@ impl Run {
             .unwrap()
             == 1
         {
-            let last = oldest.last_offset.unwrap_or(0);
+            let last = oldest.last_offset.unwrap_or(Offset(0));
             self.model
                 .messages
                 .retain(|m| oldest.last_offset.is_none() || m.offset > last);
@@ -219,7 +219,7 @@ async fn given_random_operations_when_compared_with_model_should_always_agree() 
         for _ in 0..OPERATIONS_PER_SEED {
             run.step().await;
         }
-        let everything = messages_of(&run.log.read(0, u32::MAX, u64::MAX).await.unwrap());
+        let everything = messages_of(&run.log.read(Offset(0), u32::MAX, u64::MAX).await.unwrap());
         assert_eq!(everything, run.model.messages, "seed {seed}");
     }
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::error::StorageError;
+use crate::offset::Offset;
 use crate::partition::{DIRECT_IO_ALIGN, INDEX_ENTRY_SIZE, IndexEntry, segment_file_name};
 use crate::seam::CrashMode;
 
@@ -40,11 +41,11 @@ async fn given_incomplete_last_record_when_opening_should_truncate_to_last_whole
         (keep, log_path(0))
     );
     assert_eq!(file(&storage, &log_path(0)).len() as u64, keep);
-    assert_eq!(log.last_offset(), Some(3));
+    assert_eq!(log.last_offset(), Some(Offset(3)));
     let read = all_records(&log).await;
     assert_eq!(read, stamped[..2]);
     assert!(
-        report.next_offset >= 6,
+        report.next_offset >= Offset(6),
         "offsets of the dropped batch are not reused"
     );
 }
@@ -63,7 +64,7 @@ async fn given_bad_checksum_in_last_record_when_opening_should_treat_it_as_torn(
         "{:?}",
         report.truncated
     );
-    assert_eq!(log.last_offset(), Some(3));
+    assert_eq!(log.last_offset(), Some(Offset(3)));
 }
 
 #[compio::test]
@@ -108,7 +109,7 @@ async fn given_zero_filled_tail_when_opening_should_truncate_it() {
         ),
         (len, 5000)
     );
-    assert_eq!(log.last_offset(), Some(5));
+    assert_eq!(log.last_offset(), Some(Offset(5)));
 }
 
 #[compio::test]
@@ -117,11 +118,11 @@ async fn given_missing_or_bogus_index_when_opening_should_rebuild_it() {
     three_batches(&storage).await;
     let good = IndexEntry::decode_all(&file(&storage, &index_path(0)));
     assert_eq!(good.len(), 3, "one entry per flushed chunk");
-    assert_eq!(good[1].offset, 2);
+    assert_eq!(good[1].offset, Offset(2));
     let mut bogus = good[0].encode().to_vec();
     bogus.extend_from_slice(
         &IndexEntry {
-            offset: 2,
+            offset: Offset(2),
             timestamp: 11,
             position: 7,
         }
@@ -137,7 +138,7 @@ async fn given_missing_or_bogus_index_when_opening_should_rebuild_it() {
     );
     assert_eq!(file(&storage, &index_path(0)).len() % INDEX_ENTRY_SIZE, 0);
     assert_eq!(
-        messages_of(&log.read(4, 10, u64::MAX).await.unwrap()).len(),
+        messages_of(&log.read(Offset(4), 10, u64::MAX).await.unwrap()).len(),
         2
     );
     log.close().await.unwrap();
@@ -145,14 +146,14 @@ async fn given_missing_or_bogus_index_when_opening_should_rebuild_it() {
     let dir_names = crate::seam::Storage::read_dir(&storage, &dir())
         .await
         .unwrap();
-    assert!(dir_names.contains(&segment_file_name(0, "index")));
+    assert!(dir_names.contains(&segment_file_name(Offset(0), "index")));
     crate::seam::Storage::remove_file(&storage, &index_path(0))
         .await
         .unwrap();
     let (log, report) = open(&storage, small_options()).await;
     assert_eq!(report.indexes_rebuilt, [index_path(0)]);
     assert_eq!(
-        messages_of(&log.read(0, 10, u64::MAX).await.unwrap()).len(),
+        messages_of(&log.read(Offset(0), 10, u64::MAX).await.unwrap()).len(),
         6
     );
 }
@@ -167,8 +168,11 @@ async fn given_full_recovered_segment_when_opening_should_start_a_new_active_seg
     };
     let (log, report) = open(&storage, options).await;
     assert_eq!(report.segments, 2);
-    assert_eq!(log.segments()[1].start_offset, 6);
-    assert_eq!(log.append(record(7, 1, 10), 99).unwrap().base_offset, 6);
+    assert_eq!(log.segments()[1].start_offset, Offset(6));
+    assert_eq!(
+        log.append(record(7, 1, 10), 99).unwrap().base_offset,
+        Offset(6)
+    );
 }
 
 fn direct_options() -> LogOptions {
@@ -215,15 +219,17 @@ async fn given_direct_io_padding_after_a_crash_when_opening_should_drop_it_quiet
     let (log, _) = open(&storage, direct_options()).await;
     let receipt = log.append(record(1, 3, 50), 10).unwrap();
     log.wait_durable(receipt.last_offset).await.unwrap();
-    let logical = log.read(0, 3, u64::MAX).await.unwrap()[0].to_record().len();
+    let logical = log.read(Offset(0), 3, u64::MAX).await.unwrap()[0]
+        .to_record()
+        .len();
     let rebooted = storage.crash(CrashMode::Clean);
     let (log, report) = open(&rebooted, direct_options()).await;
     assert!(report.truncated.is_empty(), "padding is not a torn tail");
     assert_eq!(file(&rebooted, &log_path(0)).len(), logical);
-    assert_eq!(log.last_offset(), Some(2));
+    assert_eq!(log.last_offset(), Some(Offset(2)));
     let receipt = log.append(record(2, 1, 50), 20).unwrap();
     log.wait_durable(receipt.last_offset).await.unwrap();
-    assert_eq!(log.read(0, 10, u64::MAX).await.unwrap().len(), 2);
+    assert_eq!(log.read(Offset(0), 10, u64::MAX).await.unwrap().len(), 2);
 }
 
 #[compio::test]
@@ -232,7 +238,7 @@ async fn given_a_lost_rewrite_of_a_padded_block_when_opening_should_cut_the_unsy
     let (log, _) = open(&storage, direct_options()).await;
     let receipt = log.append(record(1, 2, 60), 10).unwrap();
     log.wait_durable(receipt.last_offset).await.unwrap();
-    let first = log.read(0, 2, u64::MAX).await.unwrap()[0].to_record();
+    let first = log.read(Offset(0), 2, u64::MAX).await.unwrap()[0].to_record();
     log.close().await.unwrap();
     // The block after the first record stayed zero (its rewrite was lost),
     // while a later block of the same unsynced write reached the disk.
@@ -244,7 +250,7 @@ async fn given_a_lost_rewrite_of_a_padded_block_when_opening_should_cut_the_unsy
     let (log, report) = open(&storage, direct_options()).await;
     assert_eq!(report.truncated.len(), 1);
     assert_eq!(report.truncated[0].position, first.len() as u64);
-    assert_eq!(log.last_offset(), Some(1));
+    assert_eq!(log.last_offset(), Some(Offset(1)));
 }
 
 #[compio::test]
@@ -261,7 +267,7 @@ async fn given_direct_io_on_a_real_filesystem_when_reopening_should_read_every_r
     }
     let expected: Vec<Vec<u8>> = expected.iter().map(PolledRecord::to_record).collect();
     let logical: usize = expected.iter().map(Vec::len).sum();
-    let segment = dir.join(segment_file_name(0, "log"));
+    let segment = dir.join(segment_file_name(Offset(0), "log"));
     let padded = std::fs::metadata(&segment).unwrap().len();
     if direct_io_supported(&segment) {
         assert_eq!(padded, (logical as u64).next_multiple_of(DIRECT_IO_ALIGN));
@@ -305,7 +311,7 @@ async fn given_asynchronous_direct_io_when_crashing_should_keep_only_what_was_sy
     let (log, _) = open(&rebooted, options).await;
     assert_eq!(
         log.last_offset(),
-        Some(1),
+        Some(Offset(1)),
         "the flushed, unsynced batch is gone"
     );
     assert_eq!(all_records(&log).await.len(), 1);

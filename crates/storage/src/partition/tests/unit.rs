@@ -4,6 +4,7 @@ use protocol::batch::{BatchHeader, Verify, validate_record};
 
 use super::*;
 use crate::error::StorageError;
+use crate::offset::Offset;
 use crate::partition::INDEX_ENTRY_SIZE;
 use crate::seam::{CrashMode, SimFaults};
 
@@ -11,16 +12,22 @@ use crate::seam::{CrashMode, SimFaults};
 async fn given_fresh_log_when_appending_should_stamp_consecutive_offsets() {
     let storage = SimStorage::new();
     let (log, report) = open(&storage, small_options()).await;
-    assert_eq!(report.next_offset, 0);
+    assert_eq!(report.next_offset, Offset(0));
     assert_eq!(log.last_offset(), None);
     let first = log.append(record(1, 3, 10), 500).unwrap();
     let second = log.append(record(2, 2, 10), 400).unwrap();
-    assert_eq!((first.base_offset, first.last_offset), (0, 2));
-    assert_eq!((second.base_offset, second.last_offset), (3, 4));
+    assert_eq!(
+        (first.base_offset, first.last_offset),
+        (Offset(0), Offset(2))
+    );
+    assert_eq!(
+        (second.base_offset, second.last_offset),
+        (Offset(3), Offset(4))
+    );
     assert_eq!(second.base_timestamp, 500, "timestamps never go backwards");
-    assert_eq!(log.last_offset(), Some(4));
+    assert_eq!(log.last_offset(), Some(Offset(4)));
     assert_eq!(log.messages_count(), 5);
-    let polled = log.read(0, 10, u64::MAX).await.unwrap();
+    let polled = log.read(Offset(0), 10, u64::MAX).await.unwrap();
     let header = BatchHeader::read(&polled[0].to_record()).unwrap();
     assert_eq!(
         (
@@ -43,7 +50,7 @@ async fn given_invalid_record_when_appending_should_reject_without_consuming_off
         log.append(bad, 1),
         Err(StorageError::InvalidRecord { .. })
     ));
-    assert_eq!(log.next_offset(), 0);
+    assert_eq!(log.next_offset(), Offset(0));
 }
 
 #[compio::test]
@@ -61,7 +68,7 @@ async fn given_flushed_batches_beyond_cache_when_reading_should_serve_identical_
     }
     log.flush().await.unwrap();
     assert_eq!(log.unflushed_bytes(), 0);
-    let polled = log.read(0, 100, u64::MAX).await.unwrap();
+    let polled = log.read(Offset(0), 100, u64::MAX).await.unwrap();
     let from_disk: Vec<Vec<u8>> = polled.iter().map(PolledRecord::to_record).collect();
     assert_eq!(from_disk, stamped);
     let on_disk = file(&storage, &log_path(0));
@@ -93,11 +100,11 @@ async fn given_tiny_segment_size_when_flushing_should_roll_after_the_crossing_ba
     );
     assert_eq!(
         (segments[0].start_offset, segments[0].last_offset),
-        (0, Some(5))
+        (Offset(0), Some(Offset(5)))
     );
     assert_eq!(
         (segments[1].start_offset, segments[1].last_offset),
-        (6, Some(6))
+        (Offset(6), Some(Offset(6)))
     );
     assert_eq!(file(&storage, &index_path(0)).len(), INDEX_ENTRY_SIZE);
     assert!(storage.file_bytes(&log_path(6)).is_some());
@@ -110,18 +117,18 @@ async fn given_byte_and_count_limits_when_reading_should_slice_and_always_progre
     for tag in 0..4 {
         log.append(record(tag, 5, 20), tag).unwrap();
     }
-    let middle = messages_of(&log.read(7, 4, u64::MAX).await.unwrap());
+    let middle = messages_of(&log.read(Offset(7), 4, u64::MAX).await.unwrap());
     assert_eq!(
         middle.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        [7, 8, 9, 10]
+        [7, 8, 9, 10].map(Offset)
     );
-    let one_record = log.read(0, 100, 1).await.unwrap();
+    let one_record = log.read(Offset(0), 100, 1).await.unwrap();
     assert_eq!(one_record.len(), 1, "a read returns at least one record");
-    assert!(log.read(20, 10, u64::MAX).await.unwrap().is_empty());
+    assert!(log.read(Offset(20), 10, u64::MAX).await.unwrap().is_empty());
     let last = messages_of(&log.read_last(3, u64::MAX).await.unwrap());
     assert_eq!(
         last.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        [17, 18, 19]
+        [17, 18, 19].map(Offset)
     );
 }
 
@@ -141,12 +148,21 @@ async fn given_timestamps_when_finding_by_timestamp_should_return_first_batch_at
     }
     log.flush().await.unwrap();
     log.append(record(99, 1, 10), 5_000).unwrap();
-    assert_eq!(log.find_offset_by_timestamp(0).await.unwrap(), Some(0));
-    assert_eq!(log.find_offset_by_timestamp(350).await.unwrap(), Some(6));
-    assert_eq!(log.find_offset_by_timestamp(1_000).await.unwrap(), Some(18));
+    assert_eq!(
+        log.find_offset_by_timestamp(0).await.unwrap(),
+        Some(Offset(0))
+    );
+    assert_eq!(
+        log.find_offset_by_timestamp(350).await.unwrap(),
+        Some(Offset(6))
+    );
+    assert_eq!(
+        log.find_offset_by_timestamp(1_000).await.unwrap(),
+        Some(Offset(18))
+    );
     assert_eq!(
         log.find_offset_by_timestamp(4_000).await.unwrap(),
-        Some(20),
+        Some(Offset(20)),
         "unwritten batches count too"
     );
     assert_eq!(log.find_offset_by_timestamp(6_000).await.unwrap(), None);
@@ -175,7 +191,7 @@ async fn given_concurrent_durable_appends_should_share_fsyncs() {
     for task in tasks {
         task.await.unwrap();
     }
-    assert_eq!(log.durable_offset(), Some(15));
+    assert_eq!(log.durable_offset(), Some(Offset(15)));
     let syncs = storage.syncs_done() - before;
     assert!(syncs < 16, "16 durable appends took {syncs} syncs");
 }
@@ -209,10 +225,10 @@ async fn given_failed_fsync_should_poison_writes_but_keep_durable_reads() {
         matches!(log.sync().await, Err(StorageError::Poisoned { .. })),
         "never retries and pretends"
     );
-    assert_eq!(log.durable_offset(), Some(1));
-    log.wait_durable(1).await.unwrap();
+    assert_eq!(log.durable_offset(), Some(Offset(1)));
+    log.wait_durable(Offset(1)).await.unwrap();
     assert_eq!(
-        messages_of(&log.read(0, 2, u64::MAX).await.unwrap()).len(),
+        messages_of(&log.read(Offset(0), 2, u64::MAX).await.unwrap()).len(),
         2
     );
 }
@@ -235,9 +251,9 @@ async fn given_short_write_should_poison_and_recover_cleanly_on_reopen() {
     storage.set_faults(SimFaults::default());
     let rebooted = storage.crash(crate::seam::CrashMode::Clean);
     let (log, report) = open(&rebooted, small_options()).await;
-    assert_eq!(log.last_offset(), Some(1));
+    assert_eq!(log.last_offset(), Some(Offset(1)));
     assert!(
-        report.next_offset >= 4,
+        report.next_offset >= Offset(4),
         "offsets handed out before the crash are not reused"
     );
 }
@@ -257,12 +273,15 @@ async fn given_exhausted_reservation_when_appending_should_ask_to_reserve_then_s
     assert!(matches!(
         error,
         StorageError::OffsetsNotReserved {
-            next_offset: 0,
-            frontier: 4
+            next_offset: Offset(0),
+            frontier: Offset(4)
         }
     ));
     log.reserve_offsets(10).await.unwrap();
-    assert_eq!(log.append(record(1, 10, 10), 1).unwrap().last_offset, 9);
+    assert_eq!(
+        log.append(record(1, 10, 10), 1).unwrap().last_offset,
+        Offset(9)
+    );
 }
 
 #[compio::test]
@@ -279,7 +298,7 @@ async fn given_a_small_reservation_when_ensuring_before_each_append_should_never
     for tag in 0..50 {
         log.ensure_reserved(7).await.unwrap();
         let receipt = log.append(record(tag, 7, 10), tag).unwrap();
-        assert_eq!(receipt.base_offset, tag * 7);
+        assert_eq!(receipt.base_offset, Offset(tag * 7));
     }
 }
 
@@ -320,7 +339,7 @@ async fn given_a_small_reservation_when_appending_when_ready_should_never_refuse
             .append_at_when_ready(record, range, || tag)
             .await
             .unwrap();
-        assert_eq!(receipt.base_offset, tag * 7);
+        assert_eq!(receipt.base_offset, Offset(tag * 7));
     }
 }
 
@@ -339,7 +358,7 @@ async fn given_a_flush_in_progress_when_reserving_should_not_wait_for_it() {
     // Hold the I/O lock the way a long flush does.
     let io = log.inner.io.lock().await;
     log.reserve_offsets(100).await.unwrap();
-    assert!(log.state().frontier >= 103);
+    assert!(log.state().frontier >= Offset(103));
     drop(io);
     log.ensure_reserved(100).await.unwrap();
     log.append(record(2, 100, 1), 2).unwrap();
@@ -356,9 +375,12 @@ async fn given_clean_close_when_reopening_should_continue_without_skipping() {
         Err(StorageError::Closed { .. })
     ));
     let (log, report) = open(&storage, small_options()).await;
-    assert_eq!(report.next_offset, 3);
+    assert_eq!(report.next_offset, Offset(3));
     assert!(report.skipped_offsets.is_empty());
-    assert_eq!(log.append(record(2, 1, 10), 2).unwrap().base_offset, 3);
+    assert_eq!(
+        log.append(record(2, 1, 10), 2).unwrap().base_offset,
+        Offset(3)
+    );
 }
 
 #[compio::test]
@@ -384,16 +406,16 @@ async fn given_sealed_segments_when_deleting_oldest_should_respect_active_and_ba
     assert_eq!(log.expired_sealed_segments(101 + 50, 50), 2);
     assert_eq!(log.sealed_segments_over_budget(2 * 752), 2);
     assert_eq!(
-        log.delete_oldest_sealed_segments(10, Some(2))
+        log.delete_oldest_sealed_segments(10, Some(Offset(2)))
             .await
             .unwrap(),
         1,
         "segment [2,3] is above the barrier"
     );
-    assert_eq!(log.first_offset(), Some(2));
+    assert_eq!(log.first_offset(), Some(Offset(2)));
     assert_eq!(
-        messages_of(&log.read(0, 1, u64::MAX).await.unwrap())[0].offset,
-        2,
+        messages_of(&log.read(Offset(0), 1, u64::MAX).await.unwrap())[0].offset,
+        Offset(2),
         "reads start at the oldest retained"
     );
     assert_eq!(
@@ -429,10 +451,13 @@ async fn given_purge_should_reset_to_single_empty_segment_at_zero() {
     log.purge().await.unwrap();
     assert_eq!(
         (log.segments_count(), log.next_offset(), log.last_offset()),
-        (1, 0, None)
+        (1, Offset(0), None)
     );
-    assert!(log.read(0, 10, u64::MAX).await.unwrap().is_empty());
-    assert_eq!(log.append(record(9, 1, 10), 9).unwrap().base_offset, 0);
+    assert!(log.read(Offset(0), 10, u64::MAX).await.unwrap().is_empty());
+    assert_eq!(
+        log.append(record(9, 1, 10), 9).unwrap().base_offset,
+        Offset(0)
+    );
     log.delete().await.unwrap();
     assert!(matches!(
         log.append(record(9, 1, 10), 9),
@@ -460,11 +485,11 @@ async fn given_bit_rot_after_open_when_reading_with_validation_should_refuse_the
     bytes[second + 300] ^= 0x40;
     storage.overwrite_durably(&log_path(0), bytes).unwrap();
     assert_eq!(
-        messages_of(&log.read(0, 2, u64::MAX).await.unwrap()).len(),
+        messages_of(&log.read(Offset(0), 2, u64::MAX).await.unwrap()).len(),
         2,
         "the first record is intact"
     );
-    let error = log.read(2, 2, u64::MAX).await.unwrap_err();
+    let error = log.read(Offset(2), 2, u64::MAX).await.unwrap_err();
     assert!(
         matches!(error, StorageError::Corrupt { position, .. } if position == second as u64),
         "{error}"
@@ -479,9 +504,12 @@ async fn given_record_inside_a_frame_when_appending_should_cache_it_without_copy
     frame.extend_from_slice(&record(1, 3, 10));
     let range = 300..frame.len();
     let receipt = log.append_at(frame, range, 700).unwrap();
-    assert_eq!((receipt.base_offset, receipt.last_offset), (0, 2));
-    let first = log.read(0, 10, u64::MAX).await.unwrap();
-    let second = log.read(0, 10, u64::MAX).await.unwrap();
+    assert_eq!(
+        (receipt.base_offset, receipt.last_offset),
+        (Offset(0), Offset(2))
+    );
+    let first = log.read(Offset(0), 10, u64::MAX).await.unwrap();
+    let second = log.read(Offset(0), 10, u64::MAX).await.unwrap();
     assert_eq!(
         first[0].frame_bytes().as_ptr(),
         second[0].frame_bytes().as_ptr(),
@@ -552,7 +580,7 @@ async fn full_disk_stalls_and_resumes(options: LogOptions) {
     let refused = log.append(record(2, 1, 10), 200).unwrap_err();
     assert!(matches!(refused, StorageError::NoSpace { .. }), "{refused}");
     assert_eq!(
-        messages_of(&log.read(0, 10, u64::MAX).await.unwrap()).len(),
+        messages_of(&log.read(Offset(0), 10, u64::MAX).await.unwrap()).len(),
         3,
         "accepted messages stay readable"
     );
@@ -560,13 +588,17 @@ async fn full_disk_stalls_and_resumes(options: LogOptions) {
     storage.set_faults(SimFaults::default());
     log.flush().await.unwrap();
     let resumed = log.append(record(3, 2, 10), 300).unwrap();
-    assert_eq!(resumed.base_offset, 3, "no offset was spent on refusals");
+    assert_eq!(
+        resumed.base_offset,
+        Offset(3),
+        "no offset was spent on refusals"
+    );
     log.sync().await.unwrap();
     log.close().await.unwrap();
     let (reopened, report) = open(&storage.crash(CrashMode::Clean), options).await;
-    assert_eq!(report.next_offset, 5);
+    assert_eq!(report.next_offset, Offset(5));
     assert_eq!(
-        messages_of(&reopened.read(0, 10, u64::MAX).await.unwrap()).len(),
+        messages_of(&reopened.read(Offset(0), 10, u64::MAX).await.unwrap()).len(),
         5
     );
 }
@@ -597,7 +629,7 @@ async fn given_written_but_unsynced_batches_when_the_process_is_killed_should_ke
     let killed = storage.crash(CrashMode::Process);
     let (reopened, report) = open(&killed, small_options()).await;
     assert_eq!(report.messages, 4, "a process kill keeps written batches");
-    let polled = reopened.read(0, 10, u64::MAX).await.unwrap();
+    let polled = reopened.read(Offset(0), 10, u64::MAX).await.unwrap();
     assert_eq!(polled.iter().map(|r| r.count).sum::<u32>(), 4);
 
     let power_lost = storage.crash(CrashMode::Clean);
