@@ -112,12 +112,16 @@ impl ClientTable {
         evicted
     }
 
+    /// The entry with the oldest last commit, preferring one with nothing
+    /// in flight; when every entry has a request executing, the oldest of
+    /// those (its request's completion then finds no entry and is dropped).
     fn evict_oldest(&mut self) -> Option<ClientId> {
-        let oldest = self
+        let idle = self
             .entries
             .iter()
             .filter(|(_, e)| e.in_flight.is_none())
             .min_by_key(|(_, e)| e.last_commit);
+        let oldest = idle.or_else(|| self.entries.iter().min_by_key(|(_, e)| e.last_commit));
         let client = *oldest?.0;
         self.entries.remove(&client);
         Some(client)
@@ -327,6 +331,16 @@ mod tests {
         assert_eq!(t.register(ClientId(3), 0, Session(9)), Some(ClientId(2)));
         assert_eq!(t.len(), 2);
         assert_eq!(t.session_of(ClientId(3)), Some((Session(9), 0)));
+    }
+
+    #[test]
+    fn given_full_table_with_every_request_in_flight_when_registering_should_still_evict() {
+        let mut t = ClientTable::new(1);
+        t.register(ClientId(1), 0, Session(5));
+        t.begin(ClientId(1), r(1));
+        assert_eq!(t.register(ClientId(2), 0, Session(6)), Some(ClientId(1)));
+        t.complete(ClientId(1), r(1), 0, Op(7), None);
+        assert_eq!(t.len(), 1, "the evicted client's completion finds nothing");
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! What replicas of one group say to each other (replication spec §3), as
+//! in-memory values: the wire layout of each frame is the server issue's;
+//! the fields and their meaning are fixed here.
+//!
+//! A log entry's identity is XXH3-64 over everything but its view, so a
+//! prepare restamped into a newer view keeps it, and the parent link
+//! (the identity of the entry one op below) chains a log.
+
+use protocol::checksum::Xxh3Stream;
+
+use crate::types::{ClientId, Op, RequestNumber, View};
+
+/// A replica's index in the roster.
+pub type ReplicaId = u8;
+
+/// One prepared operation of a group's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub op: Op,
+    /// The view whose primary prepared it.
+    pub view: View,
+    /// The identity of the entry at `op - 1` (0 below op 1).
+    pub parent: u64,
+    pub identity: u64,
+    pub client: ClientId,
+    pub request: RequestNumber,
+    pub timestamp_us: u64,
+    pub body: Vec<u8>,
+}
+
+impl Entry {
+    pub fn new(op: Op, view: View, parent: u64, request: Request, timestamp_us: u64) -> Entry {
+        assert!(op > Op::ZERO, "ops start at 1");
+        let identity = identity_of(op, parent, &request, timestamp_us);
+        Entry {
+            op,
+            view,
+            parent,
+            identity,
+            client: request.client,
+            request: request.number,
+            timestamp_us,
+            body: request.body,
+        }
+    }
+
+    /// Whether the identity matches the content (a corrupt entry does not).
+    pub fn is_sound(&self) -> bool {
+        let request = Request {
+            client: self.client,
+            number: self.request,
+            body: self.body.clone(),
+        };
+        self.identity == identity_of(self.op, self.parent, &request, self.timestamp_us)
+    }
+}
+
+fn identity_of(op: Op, parent: u64, request: &Request, timestamp_us: u64) -> u64 {
+    let mut hash = Xxh3Stream::new();
+    hash.update(&op.0.to_le_bytes());
+    hash.update(&parent.to_le_bytes());
+    hash.update(&request.client.0.to_le_bytes());
+    hash.update(&request.number.0.to_le_bytes());
+    hash.update(&timestamp_us.to_le_bytes());
+    hash.update(&request.body);
+    hash.finish()
+}
+
+/// A client's request as it reaches the primary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub client: ClientId,
+    pub number: RequestNumber,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// Primary → backups: a new (or retransmitted) entry.
+    Prepare {
+        view: View,
+        commit: Op,
+        entry: Entry,
+    },
+    /// Backup → primary: `op` (with `identity`) is durable in my journal.
+    PrepareOk { view: View, op: Op, identity: u64 },
+    /// Primary → backups: heartbeat and commit point.
+    Commit { view: View, commit: Op },
+    /// A vote to leave the current view for `view`.
+    StartViewChange { view: View },
+    /// To the primary of `view`: my log's suffix (at most
+    /// `DVC_ENTRIES_MAX`, head first) and where it stands.
+    DoViewChange {
+        view: View,
+        log_view: View,
+        head: Op,
+        commit: Op,
+        entries: Vec<Entry>,
+    },
+    /// New primary → all: the view's log suffix and commit point; `nonce`
+    /// echoes a probe's nonce (0 otherwise).
+    StartView {
+        view: View,
+        head: Op,
+        commit: Op,
+        entries: Vec<Entry>,
+        nonce: u64,
+    },
+    /// A recovering replica asks the current primary for its view.
+    RequestStartView { view: View, nonce: u64 },
+    /// Asks for the entries `from..=to` (answered with RepairPrepares).
+    RequestPrepares { view: View, from: Op, to: Op },
+    /// A journaled entry sent to repair a peer's log; taken only where it
+    /// chains onto the receiver's head.
+    RepairPrepare { view: View, entry: Entry },
+}
+
+impl Message {
+    pub fn view(&self) -> View {
+        match self {
+            Message::Prepare { view, .. }
+            | Message::PrepareOk { view, .. }
+            | Message::Commit { view, .. }
+            | Message::StartViewChange { view }
+            | Message::DoViewChange { view, .. }
+            | Message::StartView { view, .. }
+            | Message::RequestStartView { view, .. }
+            | Message::RequestPrepares { view, .. }
+            | Message::RepairPrepare { view, .. } => *view,
+        }
+    }
+}
+
+/// A message with its sender and receiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    pub from: ReplicaId,
+    pub to: ReplicaId,
+    pub message: Message,
+}

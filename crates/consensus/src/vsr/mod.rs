@@ -1,0 +1,312 @@
+//! Viewstamped Replication of one group of `n` replicas (replication spec
+//! §4-§6), sans-IO: messages, ticks and client requests in; `Action`s out,
+//! which the caller performs in order (a crash may fall between any two).
+//!
+//! Normal operation: the primary of view `v` (replica `v mod n`) appends a
+//! request to its log, journals and syncs it, and sends a Prepare to every
+//! backup; a backup that journaled and synced it answers PrepareOk; an op
+//! commits once a replication quorum holds it and every op below it
+//! committed; everyone applies committed ops in order. Commits double as
+//! heartbeats. View change: a backup that hears nothing from its primary
+//! for `heartbeat_timeout` votes StartViewChange; on a view-change quorum
+//! of votes each replica persists the view and sends DoViewChange with its
+//! log suffix to the new primary, which takes the log of the highest
+//! `log_view` (then the highest head), journals it, persists, and sends
+//! StartView. A restarted replica recovers quorum-invisible: it probes with
+//! a fresh nonce and adopts the current view from its primary, never
+//! resuming as primary itself.
+//!
+//! Invariants (asserted): commit_min ≤ commit_max ≤ head; log_view ≤ view;
+//! view and log_view never go back; entries chain by parent identity; an op
+//! is acknowledged (PrepareOk) only after the Sync that covers it.
+
+pub mod message;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::types::{ClientId, Op, Quorums, RequestNumber, View};
+use message::{Entry, Envelope, Message, ReplicaId};
+
+/// A DoViewChange carries at most this many entries (replication spec
+/// §5.4), so no pipeline may be deeper than one less.
+pub const DVC_ENTRIES_MAX: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Normal,
+    ViewChange,
+    /// Restarted: quorum-invisible until it adopts a view from its primary.
+    Recovering,
+}
+
+/// Timer lengths, in ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub commit_interval: u32,
+    pub heartbeat_timeout: u32,
+    pub view_change_timeout: u32,
+    pub retransmit_interval: u32,
+}
+
+impl Default for Timing {
+    /// The spec's defaults at a 10 ms tick: commit 500 ms, heartbeat 5 s,
+    /// view-change status 5 s, prepare retransmit 250 ms.
+    fn default() -> Self {
+        Timing {
+            commit_interval: 50,
+            heartbeat_timeout: 500,
+            view_change_timeout: 500,
+            retransmit_interval: 25,
+        }
+    }
+}
+
+/// What a replica asks its caller to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Send(Envelope),
+    /// Write `entry` at its op, replacing whatever the journal holds there.
+    Journal(Entry),
+    /// Cut every journaled entry above this op.
+    TruncateAfter(Op),
+    /// Make every journal write so far durable before the next action.
+    Sync,
+    /// Persist the view and log view durably before the next action.
+    Superblock {
+        view: View,
+        log_view: View,
+    },
+    /// Apply this committed entry to the state machine (in op order).
+    Apply(Entry),
+    /// Answer the client: its request committed at `op`.
+    Reply {
+        client: ClientId,
+        request: RequestNumber,
+        op: Op,
+    },
+}
+
+/// What survived a restart: the superblock and the journal (op 1 first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Durable {
+    pub view: View,
+    pub log_view: View,
+    pub entries: Vec<Entry>,
+}
+
+/// Why a request was not admitted (nothing was prepared: safe to retry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotAdmitted {
+    #[error("not the primary of a normal view; try the primary of view {view:?}")]
+    NotPrimary { view: View },
+    #[error("the pipeline is full")]
+    Busy,
+}
+
+/// A DoViewChange received by the primary-elect.
+#[derive(Debug, Clone)]
+struct Dvc {
+    log_view: View,
+    head: Op,
+    commit: Op,
+    entries: Vec<Entry>,
+}
+
+pub struct VsrReplica {
+    id: ReplicaId,
+    n: u8,
+    quorums: Quorums,
+    timing: Timing,
+    pipeline_max: usize,
+    status: Status,
+    view: View,
+    log_view: View,
+    /// `log[i]` holds op `i + 1`; all of it is durable.
+    log: Vec<Entry>,
+    commit_min: Op,
+    commit_max: Op,
+    /// Primary: who acknowledged each uncommitted op.
+    acks: BTreeMap<Op, u8>,
+    svc_votes: BTreeMap<View, u8>,
+    dvcs: BTreeMap<ReplicaId, Dvc>,
+    dvc_sent: bool,
+    /// Recovering: this boot's probe nonce.
+    nonce: u64,
+    /// The replicated client table: latest committed request and its op.
+    clients: BTreeMap<ClientId, (RequestNumber, Op)>,
+    /// Primary: requests in the pipeline.
+    in_pipeline: BTreeSet<(ClientId, RequestNumber)>,
+    ticks_since_heartbeat: u32,
+    ticks_since_commit_sent: u32,
+    ticks_in_view_change: u32,
+    ticks_since_retransmit: u32,
+    /// Recovering: probes sent without an answer.
+    probes_unanswered: u32,
+    /// The last op asked for by the outstanding repair request.
+    repair_until: Op,
+    /// Whom we asked for repair, in which of its views: only its answers
+    /// are taken (a late answer from an older view's primary would graft
+    /// another log onto ours).
+    repair_source: Option<(ReplicaId, View)>,
+    ticks_since_repair: u32,
+}
+
+/// Entries one repair request asks for at most (`cluster.repair_chunk_max`).
+pub const REPAIR_CHUNK_MAX: u64 = 64;
+
+/// Unanswered probes after which a recovering replica takes the whole
+/// group to have restarted and starts a view change on its own log
+/// (`cluster.view_probe_attempts_max`, replication spec §6.3).
+pub const PROBE_ATTEMPTS_MAX: u32 = 5;
+
+mod normal;
+mod view_change;
+
+impl VsrReplica {
+    /// Boots replica `id` of `n` from what survived. A group of one has
+    /// committed its whole journal and serves at once; a member of a larger
+    /// group recovers quorum-invisible with this boot's `nonce` (non-zero,
+    /// fresh per boot) and waits for a StartView.
+    pub fn boot(id: ReplicaId, n: u8, timing: Timing, durable: Durable, nonce: u64) -> Self {
+        assert!(id < n, "replica in the roster");
+        assert!(nonce != 0, "a boot nonce is never zero");
+        assert!(durable.log_view <= durable.view, "log_view <= view");
+        check_chain(&durable.entries);
+        let head = Op(durable.entries.len() as u64);
+        let single = n == 1;
+        let replica = VsrReplica {
+            id,
+            n,
+            quorums: Quorums::of(n),
+            timing,
+            pipeline_max: crate::replica::PIPELINE_DEPTH_DEFAULT,
+            status: if single {
+                Status::Normal
+            } else {
+                Status::Recovering
+            },
+            view: durable.view,
+            log_view: durable.log_view,
+            log: durable.entries,
+            commit_min: Op::ZERO,
+            commit_max: if single { head } else { Op::ZERO },
+            acks: BTreeMap::new(),
+            svc_votes: BTreeMap::new(),
+            dvcs: BTreeMap::new(),
+            dvc_sent: false,
+            nonce,
+            clients: BTreeMap::new(),
+            in_pipeline: BTreeSet::new(),
+            ticks_since_heartbeat: 0,
+            ticks_since_commit_sent: 0,
+            ticks_in_view_change: 0,
+            ticks_since_retransmit: 0,
+            probes_unanswered: 0,
+            repair_until: Op::ZERO,
+            repair_source: None,
+            ticks_since_repair: 0,
+        };
+        replica.check_invariants();
+        replica
+    }
+
+    /// The first boot of a new group: every replica is blank and starts
+    /// normal in view 0 (replication spec §6.2, genesis).
+    pub fn genesis(id: ReplicaId, n: u8, timing: Timing, nonce: u64) -> Self {
+        let mut replica = Self::boot(id, n, timing, Durable::default(), nonce);
+        replica.status = Status::Normal;
+        replica
+    }
+
+    pub fn id(&self) -> ReplicaId {
+        self.id
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    pub fn view(&self) -> View {
+        self.view
+    }
+
+    pub fn log_view(&self) -> View {
+        self.log_view
+    }
+
+    pub fn head(&self) -> Op {
+        Op(self.log.len() as u64)
+    }
+
+    pub fn commit_max(&self) -> Op {
+        self.commit_max
+    }
+
+    /// Highest op applied here.
+    pub fn commit_min(&self) -> Op {
+        self.commit_min
+    }
+
+    /// The entry at `op`, if the log holds it.
+    pub fn entry(&self, op: Op) -> Option<&Entry> {
+        let index = usize::try_from(op.0.checked_sub(1)?).ok()?;
+        self.log.get(index)
+    }
+
+    pub fn primary_of(&self, view: View) -> ReplicaId {
+        (view.0 % u32::from(self.n)) as ReplicaId
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.status == Status::Normal && self.primary_of(self.view) == self.id
+    }
+
+    /// The identity of the newest entry (0 for an empty log).
+    fn head_identity(&self) -> u64 {
+        self.log.last().map_or(0, |e| e.identity)
+    }
+
+    fn send(&self, actions: &mut Vec<Action>, to: ReplicaId, message: Message) {
+        assert!(to != self.id, "a replica never sends to itself");
+        actions.push(Action::Send(Envelope {
+            from: self.id,
+            to,
+            message,
+        }));
+    }
+
+    fn broadcast(&self, actions: &mut Vec<Action>, message: &Message) {
+        for to in (0..self.n).filter(|&r| r != self.id) {
+            self.send(actions, to, message.clone());
+        }
+    }
+
+    fn others(&self) -> impl Iterator<Item = ReplicaId> + '_ {
+        (0..self.n).filter(move |&r| r != self.id)
+    }
+
+    fn check_invariants(&self) {
+        assert!(
+            self.commit_min <= self.commit_max,
+            "commit_min <= commit_max"
+        );
+        assert!(
+            self.commit_max <= self.head() || !self.is_primary(),
+            "a primary commits only what it holds"
+        );
+        assert!(self.log_view <= self.view, "log_view <= view");
+        assert!(self.commit_min <= self.head(), "applied ops are in the log");
+    }
+}
+
+/// Every entry sits at its op and names the one below as its parent.
+fn check_chain(entries: &[Entry]) {
+    let mut parent = 0;
+    for (index, entry) in entries.iter().enumerate() {
+        assert_eq!(entry.op, Op(index as u64 + 1), "entries sit at their op");
+        assert_eq!(entry.parent, parent, "entries chain by parent identity");
+        parent = entry.identity;
+    }
+}

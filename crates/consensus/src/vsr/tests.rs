@@ -1,0 +1,198 @@
+//! Scenario tests of the replica over a lossless in-memory network that
+//! delivers in order; faults, crashes and seeds are the simulator's.
+
+use std::collections::VecDeque;
+
+use super::message::{Envelope, Request};
+use super::*;
+
+const TIMING: Timing = Timing {
+    commit_interval: 2,
+    heartbeat_timeout: 10,
+    view_change_timeout: 10,
+    retransmit_interval: 3,
+};
+
+struct Group {
+    replicas: Vec<Option<VsrReplica>>,
+    journals: Vec<Durable>,
+    queue: VecDeque<Envelope>,
+    applied: Vec<Vec<Op>>,
+    replies: Vec<(ClientId, RequestNumber, Op)>,
+    /// Replicas whose traffic is dropped.
+    isolated: Vec<bool>,
+}
+
+impl Group {
+    fn new(n: u8) -> Group {
+        Group {
+            replicas: (0..n)
+                .map(|id| Some(VsrReplica::genesis(id, n, TIMING, 1 + u64::from(id))))
+                .collect(),
+            journals: vec![Durable::default(); usize::from(n)],
+            queue: VecDeque::new(),
+            applied: vec![Vec::new(); usize::from(n)],
+            replies: Vec::new(),
+            isolated: vec![false; usize::from(n)],
+        }
+    }
+
+    fn replica(&self, id: u8) -> &VsrReplica {
+        self.replicas[usize::from(id)].as_ref().expect("up")
+    }
+
+    fn perform(&mut self, id: u8, actions: Vec<Action>) {
+        let journal = &mut self.journals[usize::from(id)];
+        for action in actions {
+            match action {
+                Action::Send(envelope) => self.queue.push_back(envelope),
+                Action::Journal(entry) => {
+                    journal.entries.truncate(entry.op.0 as usize - 1);
+                    journal.entries.push(entry);
+                }
+                Action::TruncateAfter(op) => journal.entries.truncate(op.0 as usize),
+                Action::Sync => {}
+                Action::Superblock { view, log_view } => {
+                    journal.view = view;
+                    journal.log_view = log_view;
+                }
+                Action::Apply(entry) => self.applied[usize::from(id)].push(entry.op),
+                Action::Reply {
+                    client,
+                    request,
+                    op,
+                } => self.replies.push((client, request, op)),
+            }
+        }
+    }
+
+    fn deliver(&mut self) {
+        while let Some(envelope) = self.queue.pop_front() {
+            let (from, to) = (envelope.from, envelope.to);
+            if self.isolated[usize::from(from)] || self.isolated[usize::from(to)] {
+                continue;
+            }
+            if let Some(replica) = self.replicas[usize::from(to)].as_mut() {
+                let actions = replica.on_message(from, envelope.message);
+                self.perform(to, actions);
+            }
+        }
+    }
+
+    fn tick(&mut self, ticks: u32) {
+        for _ in 0..ticks {
+            for id in 0..self.replicas.len() as u8 {
+                if let Some(replica) = self.replicas[usize::from(id)].as_mut() {
+                    let actions = replica.on_tick();
+                    self.perform(id, actions);
+                }
+            }
+            self.deliver();
+        }
+    }
+
+    fn request(&mut self, to: u8, client: u128, number: u64) -> Result<(), NotAdmitted> {
+        let request = Request {
+            client: ClientId(client),
+            number: RequestNumber(number),
+            body: vec![number as u8],
+        };
+        let actions = self.replicas[usize::from(to)]
+            .as_mut()
+            .expect("up")
+            .on_request(request, 1_000)?;
+        self.perform(to, actions);
+        self.deliver();
+        Ok(())
+    }
+
+    fn restart(&mut self, id: u8, nonce: u64) {
+        let n = self.replicas.len() as u8;
+        let durable = self.journals[usize::from(id)].clone();
+        self.applied[usize::from(id)].clear();
+        self.replicas[usize::from(id)] = Some(VsrReplica::boot(id, n, TIMING, durable, nonce));
+    }
+}
+
+#[test]
+fn given_three_replicas_when_the_primary_prepares_should_commit_at_quorum_and_apply_everywhere() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    assert_eq!(group.replies, vec![(ClientId(7), RequestNumber(1), Op(1))]);
+    group.tick(3);
+    for id in 0..3 {
+        assert_eq!(group.applied[id], vec![Op(1)], "replica {id} applied op 1");
+    }
+    assert!(matches!(
+        group.request(1, 7, 2),
+        Err(NotAdmitted::NotPrimary { view: View(0) })
+    ));
+}
+
+#[test]
+fn given_a_retried_request_when_committed_should_answer_from_the_client_table() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    group.request(0, 7, 1).unwrap();
+    assert_eq!(group.replies.len(), 2, "the retry is answered again");
+    assert_eq!(group.replies[0], group.replies[1], "with the same op");
+    assert_eq!(group.replica(0).head(), Op(1), "and not prepared twice");
+}
+
+#[test]
+fn given_one_backup_down_when_requesting_should_still_commit_with_a_quorum() {
+    let mut group = Group::new(3);
+    group.isolated[2] = true;
+    group.request(0, 7, 1).unwrap();
+    assert_eq!(
+        group.replies.len(),
+        1,
+        "primary and one backup are a quorum of 3"
+    );
+    group.isolated[2] = false;
+    group.tick(5);
+    assert_eq!(
+        group.applied[2],
+        vec![Op(1)],
+        "the backup caught up by retransmission"
+    );
+}
+
+#[test]
+fn given_a_silent_primary_when_the_heartbeat_times_out_should_elect_the_next_keeping_commits() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    group.isolated[0] = true;
+    group.tick(40);
+    let primary = group.replica(1);
+    assert!(primary.is_primary(), "replica 1 leads view 1");
+    assert_eq!(primary.view(), View(1));
+    assert!(
+        primary.head() >= Op(1),
+        "the committed op survived the view change"
+    );
+    group.request(1, 7, 2).unwrap();
+    assert_eq!(
+        group.replies.last(),
+        Some(&(ClientId(7), RequestNumber(2), Op(2)))
+    );
+}
+
+#[test]
+fn given_a_restarted_primary_when_recovering_should_never_resume_leading() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    group.tick(3);
+    group.restart(0, 99);
+    assert_eq!(group.replica(0).status(), Status::Recovering);
+    assert!(matches!(
+        group.request(0, 7, 2),
+        Err(NotAdmitted::NotPrimary { .. })
+    ));
+    group.tick(60);
+    let restarted = group.replica(0);
+    assert!(
+        restarted.view() > View(0) || restarted.status() != Status::Normal,
+        "it may lead only a later view, never the one it held"
+    );
+}

@@ -1,0 +1,398 @@
+//! View change and recovery (replication spec §5, §6.3): votes, the
+//! DoViewChange log selection, StartView, and the probes of a restarted
+//! replica.
+//!
+//! Safety rules kept here: the view (and log view) is persisted before any
+//! DoViewChange or StartView of it is sent; the new primary takes the log
+//! of the highest log view, then the highest head, so every committed op
+//! survives (a committed op is durable on a replication quorum, which meets
+//! every view-change quorum); log_view moves only once the journal holds
+//! the view's log; a restarted replica never resumes as primary.
+
+use super::message::{Entry, Message, ReplicaId};
+use super::{Action, DVC_ENTRIES_MAX, Dvc, Status, VsrReplica, check_chain};
+use crate::types::{Op, View};
+
+impl VsrReplica {
+    /// Votes to leave the current view for `view`.
+    pub(super) fn start_view_change(&mut self, view: View, actions: &mut Vec<Action>) {
+        assert!(view > self.view, "a view change moves forward");
+        assert!(
+            self.status != Status::Recovering,
+            "recovering replicas vote only once their probes ran out"
+        );
+        self.status = Status::ViewChange;
+        self.view = view;
+        // Answers to repairs asked in the old view no longer fit our log.
+        self.repair_source = None;
+        self.dvcs.clear();
+        self.dvc_sent = false;
+        self.acks.clear();
+        self.in_pipeline.clear();
+        self.ticks_in_view_change = 0;
+        *self.svc_votes.entry(view).or_insert(0) |= 1 << self.id;
+        self.broadcast(actions, &Message::StartViewChange { view });
+        self.maybe_send_dvc(actions);
+    }
+
+    pub(super) fn on_view_message(
+        &mut self,
+        from: ReplicaId,
+        message: Message,
+        actions: &mut Vec<Action>,
+    ) {
+        match message {
+            Message::StartViewChange { view } => self.on_svc(from, view, actions),
+            Message::DoViewChange {
+                view,
+                log_view,
+                head,
+                commit,
+                entries,
+            } => {
+                let dvc = Dvc {
+                    log_view,
+                    head,
+                    commit,
+                    entries,
+                };
+                self.on_dvc(from, view, dvc, actions);
+            }
+            Message::StartView {
+                view,
+                head,
+                commit,
+                entries,
+                nonce,
+            } => {
+                let suffix = Dvc {
+                    log_view: view,
+                    head,
+                    commit,
+                    entries,
+                };
+                self.on_start_view(from, suffix, nonce, actions);
+            }
+            Message::RequestStartView { view, nonce } => {
+                self.on_request_start_view(from, view, nonce, actions)
+            }
+            _ => unreachable!("normal-operation messages are handled in normal.rs"),
+        }
+    }
+
+    fn on_svc(&mut self, from: ReplicaId, view: View, actions: &mut Vec<Action>) {
+        if view < self.view || self.status == Status::Recovering {
+            return;
+        }
+        if view == self.view && self.status == Status::Normal {
+            return; // a vote for the view we are in: nothing to leave
+        }
+        *self.svc_votes.entry(view).or_insert(0) |= 1 << from;
+        if view > self.view {
+            self.start_view_change(view, actions);
+        } else {
+            self.maybe_send_dvc(actions);
+        }
+    }
+
+    /// Once a view-change quorum voted for this view, persist it and send
+    /// the log suffix to its primary.
+    fn maybe_send_dvc(&mut self, actions: &mut Vec<Action>) {
+        let votes = self.svc_votes.get(&self.view).copied().unwrap_or(0);
+        if self.dvc_sent || votes.count_ones() < u32::from(self.quorums.view_change) {
+            return;
+        }
+        self.dvc_sent = true;
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+        let dvc = self.own_dvc();
+        let primary = self.primary_of(self.view);
+        if primary == self.id {
+            self.dvcs.insert(self.id, dvc);
+            self.maybe_start_view(actions);
+        } else {
+            let message = Message::DoViewChange {
+                view: self.view,
+                log_view: self.log_view,
+                head: dvc.head,
+                commit: dvc.commit,
+                entries: dvc.entries,
+            };
+            self.send(actions, primary, message);
+        }
+    }
+
+    /// The newest `DVC_ENTRIES_MAX` entries, head first.
+    fn own_dvc(&self) -> Dvc {
+        let entries = self
+            .log
+            .iter()
+            .rev()
+            .take(DVC_ENTRIES_MAX)
+            .cloned()
+            .collect();
+        Dvc {
+            log_view: self.log_view,
+            head: self.head(),
+            commit: self.commit_max.min(self.head()),
+            entries,
+        }
+    }
+
+    fn on_dvc(&mut self, from: ReplicaId, view: View, dvc: Dvc, actions: &mut Vec<Action>) {
+        if view < self.view || self.primary_of(view) != self.id {
+            return;
+        }
+        if self.status == Status::Recovering {
+            return;
+        }
+        if view > self.view {
+            self.start_view_change(view, actions);
+        }
+        if self.status != Status::ViewChange {
+            return; // the view already started; the sender will hear of it
+        }
+        *self.svc_votes.entry(view).or_insert(0) |= 1 << from;
+        self.dvcs.insert(from, dvc);
+        self.maybe_send_dvc(actions);
+        self.maybe_start_view(actions);
+    }
+
+    /// The primary-elect, with a view-change quorum of DVCs (its own
+    /// included): selects the log, journals it, persists and starts.
+    fn maybe_start_view(&mut self, actions: &mut Vec<Action>) {
+        if self.status != Status::ViewChange
+            || self.dvcs.len() < usize::from(self.quorums.view_change)
+            || !self.dvcs.contains_key(&self.id)
+        {
+            return;
+        }
+        let canonical = self
+            .dvcs
+            .values()
+            .max_by_key(|d| (d.log_view, d.head))
+            .expect("a quorum of DVCs")
+            .clone();
+        let commit = self
+            .dvcs
+            .values()
+            .map(|d| d.commit)
+            .max()
+            .unwrap_or(Op::ZERO);
+        let Some(merged) = self.merge(&canonical) else {
+            return; // our own log lacks the prefix the suffix hangs from
+        };
+        self.install_log(merged, actions);
+        self.log_view = self.view;
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+        self.status = Status::Normal;
+        self.commit_max = commit.max(self.commit_max);
+        assert!(
+            self.commit_max <= self.head(),
+            "the canonical log holds every commit"
+        );
+        self.acks = ((self.commit_max.0 + 1)..=self.head().0)
+            .map(|op| (Op(op), 1 << self.id))
+            .collect();
+        self.in_pipeline = self
+            .acks
+            .keys()
+            .filter_map(|&op| self.entry(op))
+            .map(|e| (e.client, e.request))
+            .collect();
+        let start_view = self.start_view_message(0);
+        self.broadcast(actions, &start_view);
+        self.ticks_since_commit_sent = 0;
+        self.apply_committed(actions);
+    }
+
+    /// The canonical log: our own entries below the canonical suffix
+    /// (which must chain into them), then the suffix. `None` when our log
+    /// does not reach the suffix's parent.
+    fn merge(&self, canonical: &Dvc) -> Option<Vec<Entry>> {
+        let mut suffix: Vec<Entry> = canonical.entries.iter().rev().cloned().collect();
+        let first = suffix.first().map_or(canonical.head.next(), |e| e.op);
+        let below = first.0 - 1;
+        let prefix_end = usize::try_from(below).expect("fits");
+        if self.log.len() < prefix_end {
+            return None;
+        }
+        let parent = if below == 0 {
+            0
+        } else {
+            self.log[prefix_end - 1].identity
+        };
+        if suffix.first().is_some_and(|e| e.parent != parent) {
+            return None;
+        }
+        let mut merged = self.log[..prefix_end].to_vec();
+        merged.append(&mut suffix);
+        check_chain(&merged);
+        Some(merged)
+    }
+
+    /// Replaces the log with `merged`, journaling what changed and syncing.
+    fn install_log(&mut self, merged: Vec<Entry>, actions: &mut Vec<Action>) {
+        let same = self
+            .log
+            .iter()
+            .zip(&merged)
+            .take_while(|(a, b)| a.identity == b.identity)
+            .count();
+        assert!(
+            Op(same as u64) >= self.commit_min,
+            "a view's log never drops an op applied here"
+        );
+        actions.push(Action::TruncateAfter(Op(same as u64)));
+        for entry in &merged[same..] {
+            actions.push(Action::Journal(entry.clone()));
+        }
+        actions.push(Action::Sync);
+        self.log = merged;
+        // The log is now this view's: answers to older repairs are stale.
+        self.repair_source = None;
+    }
+
+    fn start_view_message(&self, nonce: u64) -> Message {
+        let entries = self
+            .log
+            .iter()
+            .rev()
+            .take(DVC_ENTRIES_MAX)
+            .cloned()
+            .collect();
+        Message::StartView {
+            view: self.view,
+            head: self.head(),
+            commit: self.commit_max,
+            entries,
+            nonce,
+        }
+    }
+
+    /// Adopts the view `suffix.log_view` from its primary (the suffix is
+    /// the view's log, head first, and its commit point).
+    fn on_start_view(
+        &mut self,
+        from: ReplicaId,
+        suffix: Dvc,
+        nonce: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let (view, head, commit) = (suffix.log_view, suffix.head, suffix.commit);
+        if from != self.primary_of(view) || view < self.view {
+            return;
+        }
+        let recovering = self.status == Status::Recovering;
+        if recovering && nonce != self.nonce && view <= self.view {
+            return; // an answer to another boot's probe
+        }
+        if view == self.view && self.status == Status::Normal && head <= self.head() {
+            return; // a stale copy of the view we already hold
+        }
+        let Some(merged) = self.merge(&suffix) else {
+            // Our log is too short for the suffix, or its unapplied tail is
+            // not this view's: keep what we applied (committed, hence in
+            // every view's log) and repair the rest from the new primary.
+            if self.head() > self.commit_min {
+                self.log
+                    .truncate(usize::try_from(self.commit_min.0).expect("fits"));
+                actions.push(Action::TruncateAfter(self.commit_min));
+                actions.push(Action::Sync);
+            }
+            self.request_repair(from, view, head, actions);
+            return;
+        };
+        if merged.len() < self.commit_min.0 as usize {
+            return;
+        }
+        self.view = view;
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+        self.install_log(merged, actions);
+        self.log_view = view;
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+        self.status = Status::Normal;
+        self.dvcs.clear();
+        self.acks.clear();
+        self.in_pipeline.clear();
+        self.ticks_since_heartbeat = 0;
+        self.commit_max = self.commit_max.max(commit);
+        for op in (commit.0 + 1)..=self.head().0 {
+            let identity = self.entry(Op(op)).expect("held").identity;
+            self.acknowledge(Op(op), identity, actions);
+        }
+        self.apply_committed(actions);
+    }
+
+    /// Heard a newer view than ours: ask its primary for it.
+    pub(super) fn probe_newer_view(&mut self, view: View, actions: &mut Vec<Action>) {
+        if self.primary_of(view) == self.id {
+            return;
+        }
+        let probe = Message::RequestStartView {
+            view,
+            nonce: self.nonce,
+        };
+        self.send(actions, self.primary_of(view), probe);
+    }
+
+    fn on_request_start_view(
+        &mut self,
+        from: ReplicaId,
+        view: View,
+        nonce: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        if !self.is_primary() || view > self.view || self.log_view != self.view {
+            return;
+        }
+        let start_view = self.start_view_message(nonce);
+        self.send(actions, from, start_view);
+    }
+
+    pub(super) fn tick_view_change(&mut self, actions: &mut Vec<Action>) {
+        self.ticks_in_view_change += 1;
+        if self.ticks_in_view_change < self.timing.view_change_timeout {
+            return;
+        }
+        // No new view in time: try the next one.
+        let next = self.view.next();
+        self.start_view_change(next, actions);
+    }
+
+    pub(super) fn tick_recovering(&mut self, actions: &mut Vec<Action>) {
+        self.ticks_since_heartbeat += 1;
+        if self.ticks_since_heartbeat < self.timing.retransmit_interval {
+            return;
+        }
+        self.ticks_since_heartbeat = 0;
+        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX {
+            // Nobody leads a view we can join: the whole group restarted.
+            // Start a view change on our own log (a new view, so this
+            // replica never resumes a primaryship it held before).
+            self.status = Status::ViewChange;
+            let next = self.view.next();
+            self.start_view_change(next, actions);
+            return;
+        }
+        self.probes_unanswered += 1;
+        for to in self.others().collect::<Vec<_>>() {
+            let probe = Message::RequestStartView {
+                view: self.view,
+                nonce: self.nonce,
+            };
+            self.send(actions, to, probe);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The invariants every run is checked against (replication spec §9):
+//! committed-prefix agreement, each request executed at most once,
+//! acknowledged requests committed, and equal state at the end.
+
+use std::collections::BTreeMap;
+
+use consensus::vsr::message::Entry;
+use consensus::{ClientId, Op, RequestNumber};
+
+/// A broken invariant: what and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation(pub String);
+
+#[derive(Debug, Default)]
+pub struct Checker {
+    /// The identity committed at each op, filled by the first apply.
+    committed: BTreeMap<Op, (u64, ClientId, RequestNumber)>,
+    /// The op at which each request committed.
+    executed: BTreeMap<(ClientId, RequestNumber), Op>,
+    /// Requests answered as committed, and the op the answer named.
+    acknowledged: BTreeMap<(ClientId, RequestNumber), Op>,
+}
+
+impl Checker {
+    /// A replica applied `entry` (ops arrive in order per replica; the
+    /// replica asserts that).
+    pub fn applied(&mut self, replica: u8, entry: &Entry) -> Result<(), Violation> {
+        let fact = (entry.identity, entry.client, entry.request);
+        match self.committed.get(&entry.op) {
+            Some(known) if *known != fact => {
+                return Err(Violation(format!(
+                    "agreement: replica {replica} applied {:?} as {fact:?}, another committed {known:?}",
+                    entry.op
+                )));
+            }
+            Some(_) => return Ok(()),
+            None => {
+                self.committed.insert(entry.op, fact);
+            }
+        }
+        if entry.client.0 == 0 {
+            return Ok(());
+        }
+        let key = (entry.client, entry.request);
+        if let Some(first) = self.executed.insert(key, entry.op) {
+            return Err(Violation(format!(
+                "at most once: {key:?} committed at {first:?} and again at {:?}",
+                entry.op
+            )));
+        }
+        Ok(())
+    }
+
+    /// A client was told its request committed at `op`.
+    pub fn replied(
+        &mut self,
+        client: ClientId,
+        request: RequestNumber,
+        op: Op,
+    ) -> Result<(), Violation> {
+        let key = (client, request);
+        match self.executed.get(&key) {
+            Some(&executed) if executed == op => {}
+            other => {
+                return Err(Violation(format!(
+                    "reply: {key:?} answered as {op:?}, committed at {other:?}"
+                )));
+            }
+        }
+        if let Some(earlier) = self.acknowledged.insert(key, op)
+            && earlier != op
+        {
+            return Err(Violation(format!(
+                "reply: {key:?} answered as {earlier:?} and as {op:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every acknowledged request is still in the committed history.
+    pub fn acknowledged_kept(&self) -> Result<(), Violation> {
+        for (key, op) in &self.acknowledged {
+            match self.committed.get(op) {
+                Some((_, client, request)) if (*client, *request) == *key => {}
+                other => {
+                    return Err(Violation(format!(
+                        "acknowledged {key:?} at {op:?} is not what committed there: {other:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn committed_ops(&self) -> usize {
+        self.committed.len()
+    }
+
+    pub fn acknowledged_count(&self) -> usize {
+        self.acknowledged.len()
+    }
+}

@@ -1,0 +1,61 @@
+//! One replica's simulated disk: a superblock and a journal, each with a
+//! volatile image (what the process wrote) and a durable one (what a crash
+//! keeps). A Journal or TruncateAfter action changes the volatile journal;
+//! Sync makes it durable; the superblock is written atomically and durably
+//! (the replica persists it before it sends anything that depends on it).
+
+use consensus::View;
+use consensus::vsr::Durable;
+use consensus::vsr::message::Entry;
+
+#[derive(Debug, Clone, Default)]
+pub struct Disk {
+    view: View,
+    log_view: View,
+    volatile: Vec<Entry>,
+    durable: Vec<Entry>,
+}
+
+impl Disk {
+    pub fn journal(&mut self, entry: Entry) {
+        let index = usize::try_from(entry.op.0 - 1).expect("fits");
+        assert!(
+            index <= self.volatile.len(),
+            "the journal is written without holes"
+        );
+        self.volatile.truncate(index);
+        self.volatile.push(entry);
+    }
+
+    pub fn truncate_after(&mut self, op: consensus::Op) {
+        self.volatile.truncate(usize::try_from(op.0).expect("fits"));
+    }
+
+    pub fn sync(&mut self) {
+        self.durable = self.volatile.clone();
+    }
+
+    pub fn superblock(&mut self, view: View, log_view: View) {
+        assert!(view >= self.view, "the persisted view never goes back");
+        assert!(
+            log_view >= self.log_view,
+            "the persisted log view never goes back"
+        );
+        self.view = view;
+        self.log_view = log_view;
+    }
+
+    /// What a restart finds: the durable images only.
+    pub fn crash(&mut self) -> Durable {
+        self.volatile = self.durable.clone();
+        Durable {
+            view: self.view,
+            log_view: self.log_view,
+            entries: self.durable.clone(),
+        }
+    }
+
+    pub fn durable_len(&self) -> usize {
+        self.durable.len()
+    }
+}
