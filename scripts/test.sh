@@ -7,3 +7,6 @@ cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+# The simulator must catch each planted replica bug (a separate build of
+# consensus with the bugs compiled in).
+cargo test -p simulator --features planted-bugs --test planted

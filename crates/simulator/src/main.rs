@@ -7,8 +7,32 @@ use std::process::ExitCode;
 use simulator::{Options, run};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: simulator --seed N | --seeds A..B");
+    eprintln!("usage: simulator (--seed N | --seeds A..B) [--planted-bug NAME]");
     ExitCode::from(2)
+}
+
+/// Takes `--planted-bug NAME` off the arguments and plants it (only in a
+/// build with the `planted-bugs` feature).
+fn plant_bug(args: &mut Vec<String>) -> Result<(), String> {
+    let Some(at) = args.iter().position(|a| a == "--planted-bug") else {
+        return Ok(());
+    };
+    let name = args
+        .get(at + 1)
+        .cloned()
+        .ok_or("--planted-bug needs a name")?;
+    args.drain(at..at + 2);
+    #[cfg(feature = "planted-bugs")]
+    {
+        use consensus::vsr::planted::{Bug, plant};
+        let bug = Bug::named(&name).ok_or_else(|| format!("no planted bug {name:?}"))?;
+        plant(bug);
+        Ok(())
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    Err(format!(
+        "--planted-bug {name}: build with --features planted-bugs"
+    ))
 }
 
 fn parse_range(text: &str) -> Option<(u64, u64)> {
@@ -17,7 +41,11 @@ fn parse_range(text: &str) -> Option<(u64, u64)> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = plant_bug(&mut args) {
+        eprintln!("simulator: {e}");
+        return ExitCode::from(2);
+    }
     let seeds = match args.as_slice() {
         [flag, n] if flag == "--seed" => match n.parse::<u64>() {
             Ok(n) => n..n + 1,

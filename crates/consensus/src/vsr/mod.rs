@@ -21,8 +21,34 @@
 //! is acknowledged (PrepareOk) only after the Sync that covers it.
 
 pub mod message;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
 #[cfg(test)]
 mod tests;
+
+/// Whether a planted bug is active (always false without the feature).
+#[cfg(feature = "planted-bugs")]
+fn planted(bug: planted::Bug) -> bool {
+    planted::is(bug)
+}
+
+#[cfg(not(feature = "planted-bugs"))]
+#[inline(always)]
+fn planted(_: PlantedBug) -> bool {
+    false
+}
+
+#[cfg(feature = "planted-bugs")]
+use planted::Bug as PlantedBug;
+
+/// The planted bugs' names, when they are not compiled in.
+#[cfg(not(feature = "planted-bugs"))]
+#[derive(Clone, Copy)]
+enum PlantedBug {
+    CommitBeforeQuorum,
+    AckBeforeFsync,
+    DvcIgnoresLogView,
+}
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -122,9 +122,15 @@ impl VsrReplica {
         } else if entry.op == head.next() && entry.parent == self.head_identity() {
             let (op, identity) = (entry.op, entry.identity);
             self.log.push(entry.clone());
-            actions.push(Action::Journal(entry));
-            actions.push(Action::Sync);
-            self.acknowledge(op, identity, actions);
+            if super::planted(super::PlantedBug::AckBeforeFsync) {
+                self.acknowledge(op, identity, actions);
+                actions.push(Action::Journal(entry));
+                actions.push(Action::Sync);
+            } else {
+                actions.push(Action::Journal(entry));
+                actions.push(Action::Sync);
+                self.acknowledge(op, identity, actions);
+            }
         } else {
             // A gap: ask the primary for what is missing.
             self.request_repair(from, view, entry.op, actions);
@@ -168,7 +174,11 @@ impl VsrReplica {
     /// Primary: commits the run of quorum-acknowledged ops above the
     /// commit point, in order, then applies and answers them.
     fn commit_ready(&mut self, actions: &mut Vec<Action>) {
-        let quorum = u32::from(self.quorums.replication);
+        let quorum = if super::planted(super::PlantedBug::CommitBeforeQuorum) {
+            1
+        } else {
+            u32::from(self.quorums.replication)
+        };
         loop {
             let next = self.commit_max.next();
             match self.acks.get(&next) {

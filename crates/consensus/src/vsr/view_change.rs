@@ -169,10 +169,14 @@ impl VsrReplica {
         {
             return;
         }
+        let ignore_log_view = super::planted(super::PlantedBug::DvcIgnoresLogView);
         let canonical = self
             .dvcs
             .values()
-            .max_by_key(|d| (d.log_view, d.head))
+            .max_by_key(|d| {
+                let log_view = if ignore_log_view { View(0) } else { d.log_view };
+                (log_view, d.head)
+            })
             .expect("a quorum of DVCs")
             .clone();
         let commit = self
@@ -299,6 +303,23 @@ impl VsrReplica {
             // Our log is too short for the suffix, or its unapplied tail is
             // not this view's: keep what we applied (committed, hence in
             // every view's log) and repair the rest from the new primary.
+            // A newer view is entered first (persisted), so we stop acting
+            // in the old one; its log view waits for the repair.
+            if view > self.view {
+                self.view = view;
+                actions.push(Action::Superblock {
+                    view: self.view,
+                    log_view: self.log_view,
+                });
+                if self.status == Status::Normal {
+                    self.status = Status::ViewChange;
+                    self.ticks_in_view_change = 0;
+                }
+                self.acks.clear();
+                self.in_pipeline.clear();
+                self.dvcs.clear();
+                self.dvc_sent = false;
+            }
             if self.head() > self.commit_min {
                 self.log
                     .truncate(usize::try_from(self.commit_min.0).expect("fits"));
