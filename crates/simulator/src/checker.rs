@@ -15,6 +15,8 @@ pub struct Violation(pub String);
 pub struct Checker {
     /// The identity committed at each op, filled by the first apply.
     committed: BTreeMap<Op, (u64, ClientId, RequestNumber)>,
+    /// The timestamp of each committed op (they strictly increase).
+    timestamps: BTreeMap<Op, u64>,
     /// The op at which each request committed.
     executed: BTreeMap<(ClientId, RequestNumber), Op>,
     /// Requests answered as committed, and the op the answer named.
@@ -36,6 +38,17 @@ impl Checker {
             Some(_) => return Ok(()),
             None => {
                 self.committed.insert(entry.op, fact);
+                self.timestamps.insert(entry.op, entry.timestamp_us);
+                let before = self.timestamps.range(..entry.op).next_back();
+                let after = self.timestamps.range(entry.op.next()..).next();
+                let ordered = before.is_none_or(|(_, t)| *t < entry.timestamp_us)
+                    && after.is_none_or(|(_, t)| *t > entry.timestamp_us);
+                if !ordered {
+                    return Err(Violation(format!(
+                        "timestamps: {:?} stamped {} out of op order",
+                        entry.op, entry.timestamp_us
+                    )));
+                }
             }
         }
         if entry.client.0 == 0 {
@@ -90,6 +103,21 @@ impl Checker {
             }
         }
         Ok(())
+    }
+
+    /// The identities of the committed ops, in op order.
+    pub fn history(&self) -> Vec<u64> {
+        let history: Vec<u64> = self
+            .committed
+            .values()
+            .map(|(identity, _, _)| *identity)
+            .collect();
+        assert_eq!(
+            self.committed.keys().last().map_or(0, |op| op.0),
+            history.len() as u64,
+            "the committed history has no holes"
+        );
+        history
     }
 
     pub fn committed_ops(&self) -> usize {

@@ -45,6 +45,8 @@ impl Options {
 /// some stormy, some lose most messages.
 #[derive(Debug, Clone, Copy)]
 pub struct Faults {
+    /// How far each replica's clock may be from true time, in ticks.
+    pub clock_skew_ticks_max: u64,
     pub loss_per_million: u32,
     pub duplicate_per_million: u32,
     pub delay_ticks_max: u64,
@@ -56,6 +58,7 @@ pub struct Faults {
 impl Faults {
     fn draw(rng: &mut Prng) -> Faults {
         Faults {
+            clock_skew_ticks_max: rng.below(500),
             loss_per_million: rng.below(150_000) as u32,
             duplicate_per_million: rng.below(50_000) as u32,
             delay_ticks_max: 1 + rng.below(20),
@@ -90,6 +93,11 @@ struct Node {
     replica: Option<VsrReplica>,
     disk: Disk,
     restart_at: Option<u64>,
+    /// This replica's clock error, in ticks (may be negative).
+    skew_ticks: i64,
+    /// Identities of the ops this replica applied since it last booted
+    /// (a restart applies again from op 1).
+    applied: Vec<u64>,
 }
 
 struct Packet {
@@ -153,11 +161,19 @@ impl Cluster {
         let mut fault_rng = Prng::new(options.seed, salt::FAULTS);
         let faults = Faults::draw(&mut fault_rng);
         let mut nonces = Prng::new(options.seed, salt::NONCES);
+        let skews: Vec<i64> = (0..n)
+            .map(|_| {
+                let span = faults.clock_skew_ticks_max * 2 + 1;
+                fault_rng.below(span) as i64 - faults.clock_skew_ticks_max as i64
+            })
+            .collect();
         let nodes = (0..n)
             .map(|id| Node {
+                skew_ticks: skews[usize::from(id)],
                 replica: Some(VsrReplica::genesis(id, n, TIMING, nonces.next_u64() | 1)),
                 disk: Disk::default(),
                 restart_at: None,
+                applied: Vec::new(),
             })
             .collect();
         let clients = (0..options.clients)
@@ -208,6 +224,7 @@ impl Cluster {
             self.step(false)?;
         }
         self.checker.acknowledged_kept()?;
+        self.states_equal()?;
         Ok(Report {
             seed: self.options.seed,
             committed: self.checker.committed_ops(),
@@ -220,6 +237,7 @@ impl Cluster {
 
     fn step(&mut self, faulty: bool) -> Result<(), Violation> {
         self.tick += 1;
+        CURRENT_TICK.set(self.tick);
         self.restart_due();
         self.deliver_due(faulty)?;
         for id in 0..self.options.replicas {
@@ -242,6 +260,7 @@ impl Cluster {
                 node.restart_at = None;
                 let durable = node.disk.crash();
                 node.replica = Some(boot(id, self.options.replicas, durable, &mut self.nonces));
+                node.applied.clear();
                 self.note(&format!("restart {id}"));
             }
         }
@@ -290,7 +309,10 @@ impl Cluster {
                 Action::TruncateAfter(op) => node.disk.truncate_after(op),
                 Action::Sync => node.disk.sync(),
                 Action::Superblock { view, log_view } => node.disk.superblock(view, log_view),
-                Action::Apply(entry) => self.checker.applied(id, &entry)?,
+                Action::Apply(entry) => {
+                    node.applied.push(entry.identity);
+                    self.checker.applied(id, &entry)?;
+                }
                 Action::Reply {
                     client,
                     request,
@@ -386,7 +408,9 @@ impl Cluster {
             number,
             body: format!("{}:{}", id.0, number.0).into_bytes(),
         };
-        let now_us = self.tick * TICK_US;
+        // The primary stamps with its own (skewed) clock.
+        let skew = self.nodes[usize::from(target)].skew_ticks;
+        let now_us = self.tick.saturating_add_signed(skew).max(1) * TICK_US;
         let Some(replica) = self.nodes[usize::from(target)].replica.as_mut() else {
             return Ok(());
         };
@@ -466,10 +490,19 @@ impl Cluster {
         }
     }
 
-    /// Every client is answered and every replica has applied the same
-    /// committed prefix.
+    /// Every client is answered and every replica has applied everything
+    /// ever committed (after a full-cluster restart, replicas re-apply from
+    /// op 1 as the new view commits again).
     fn quiescent(&self) -> bool {
         if self.clients.iter().any(|c| c.pending) {
+            return false;
+        }
+        let everything = Op(self.checker.committed_ops() as u64);
+        if self.nodes.iter().any(|n| {
+            n.replica
+                .as_ref()
+                .is_none_or(|r| r.commit_min() != everything)
+        }) {
             return false;
         }
         let applied: Vec<(Op, View)> = self
@@ -487,6 +520,21 @@ impl Cluster {
                     .as_ref()
                     .is_some_and(|r| r.status() == consensus::vsr::Status::Normal)
             })
+    }
+
+    /// At quiescence every replica applied exactly the committed history.
+    fn states_equal(&self) -> Result<(), Violation> {
+        let history = self.checker.history();
+        for (id, node) in self.nodes.iter().enumerate() {
+            if node.applied != history {
+                return Err(Violation(format!(
+                    "final state: replica {id} applied {} ops, the committed history has {}, or they differ",
+                    node.applied.len(),
+                    history.len()
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn max_view(&self) -> View {
@@ -532,6 +580,17 @@ impl Cluster {
             self.trace = self.trace.wrapping_mul(0x0100_0000_01b3);
         }
     }
+}
+
+thread_local! {
+    /// The tick being simulated, for reporting where a replica's assertion
+    /// fired (the cluster is gone by the time the panic is caught).
+    static CURRENT_TICK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The tick the last run on this thread reached.
+pub fn current_tick() -> u64 {
+    CURRENT_TICK.get()
 }
 
 fn boot(id: u8, n: u8, durable: Durable, nonces: &mut Prng) -> VsrReplica {

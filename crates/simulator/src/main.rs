@@ -72,7 +72,7 @@ fn main() -> ExitCode {
                 .unwrap_or_default();
             Err(simulator::Failure {
                 seed,
-                tick: 0,
+                tick: simulator::current_tick(),
                 reason: format!("assertion: {reason}"),
             })
         });
