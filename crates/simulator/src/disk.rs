@@ -58,4 +58,17 @@ impl Disk {
     pub fn durable_len(&self) -> usize {
         self.durable.len()
     }
+
+    /// A latent sector error: one durable entry's body is damaged (its
+    /// identity no longer matches). `pick` chooses which.
+    pub fn corrupt(&mut self, pick: u64) -> bool {
+        if self.durable.is_empty() {
+            return false;
+        }
+        let index = (pick % self.durable.len() as u64) as usize;
+        let entry = &mut self.durable[index];
+        entry.body.push(0xA5);
+        self.volatile = self.durable.clone();
+        true
+    }
 }

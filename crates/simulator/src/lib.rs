@@ -53,6 +53,8 @@ pub struct Faults {
     pub crash_per_million: u32,
     pub crash_mid_actions_per_million: u32,
     pub partition_per_million: u32,
+    /// Chance that a crash also damages one journal entry on that disk.
+    pub corrupt_on_crash_per_million: u32,
 }
 
 impl Faults {
@@ -65,6 +67,7 @@ impl Faults {
             crash_per_million: rng.below(2_000) as u32,
             crash_mid_actions_per_million: rng.below(20_000) as u32,
             partition_per_million: rng.below(5_000) as u32,
+            corrupt_on_crash_per_million: rng.below(400_000) as u32,
         }
     }
 }
@@ -448,6 +451,28 @@ impl Cluster {
         let down = 10 + self.fault_rng.below(200);
         node.restart_at = Some(self.tick + down);
         self.note(&format!("crash {id}"));
+        // The fault atlas: damage a disk only while every other replica is
+        // up and certain, so no op is ever damaged on a quorum's copies.
+        let others_sound = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(other, _)| *other != usize::from(id))
+            .all(|(_, n)| {
+                n.replica.as_ref().is_some_and(|r| {
+                    !r.is_uncertain() && r.status() == consensus::vsr::Status::Normal
+                })
+            });
+        if others_sound
+            && self
+                .fault_rng
+                .chance(self.faults.corrupt_on_crash_per_million)
+        {
+            let pick = self.fault_rng.next_u64();
+            if self.nodes[usize::from(id)].disk.corrupt(pick) {
+                self.note(&format!("corrupt {id}"));
+            }
+        }
     }
 
     /// A new cut: heal, isolate one replica (both ways or one way), or

@@ -48,6 +48,7 @@ enum PlantedBug {
     CommitBeforeQuorum,
     AckBeforeFsync,
     DvcIgnoresLogView,
+    NackCorruptEntry,
 }
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -172,6 +173,9 @@ pub struct VsrReplica {
     probes_unanswered: u32,
     /// The last op asked for by the outstanding repair request.
     repair_until: Op,
+    /// The journal held a damaged entry at boot: until a view's log is
+    /// adopted and repaired, this replica never votes.
+    uncertain: bool,
     /// Whom we asked for repair, in which of its views: only its answers
     /// are taken (a late answer from an older view's primary would graft
     /// another log onto ours).
@@ -195,10 +199,17 @@ impl VsrReplica {
     /// committed its whole journal and serves at once; a member of a larger
     /// group recovers quorum-invisible with this boot's `nonce` (non-zero,
     /// fresh per boot) and waits for a StartView.
-    pub fn boot(id: ReplicaId, n: u8, timing: Timing, durable: Durable, nonce: u64) -> Self {
+    pub fn boot(id: ReplicaId, n: u8, timing: Timing, mut durable: Durable, nonce: u64) -> Self {
         assert!(id < n, "replica in the roster");
         assert!(nonce != 0, "a boot nonce is never zero");
         assert!(durable.log_view <= durable.view, "log_view <= view");
+        // A damaged entry (bad identity or a broken chain) may be one this
+        // replica acknowledged: keep the sound prefix and mark the head
+        // uncertain, so the replica never votes on the shortened log
+        // (replication spec §6.1, §6.3).
+        let sound = sound_prefix(&durable.entries);
+        let uncertain = sound < durable.entries.len() && !planted(PlantedBug::NackCorruptEntry);
+        durable.entries.truncate(sound);
         check_chain(&durable.entries);
         let head = Op(durable.entries.len() as u64);
         let single = n == 1;
@@ -232,6 +243,7 @@ impl VsrReplica {
             probes_unanswered: 0,
             repair_until: Op::ZERO,
             repair_source: None,
+            uncertain,
             ticks_since_repair: 0,
         };
         replica.check_invariants();
@@ -248,6 +260,12 @@ impl VsrReplica {
 
     pub fn id(&self) -> ReplicaId {
         self.id
+    }
+
+    /// Whether the head is uncertain (damage found at boot, not yet
+    /// repaired from a view's log).
+    pub fn is_uncertain(&self) -> bool {
+        self.uncertain
     }
 
     pub fn status(&self) -> Status {
@@ -325,6 +343,19 @@ impl VsrReplica {
         assert!(self.log_view <= self.view, "log_view <= view");
         assert!(self.commit_min <= self.head(), "applied ops are in the log");
     }
+}
+
+/// How many leading entries are sound: at their op, chained, and with an
+/// identity that matches their content.
+fn sound_prefix(entries: &[Entry]) -> usize {
+    let mut parent = 0;
+    for (index, entry) in entries.iter().enumerate() {
+        if entry.op != Op(index as u64 + 1) || entry.parent != parent || !entry.is_sound() {
+            return index;
+        }
+        parent = entry.identity;
+    }
+    entries.len()
 }
 
 /// Every entry sits at its op and names the one below as its parent.

@@ -14,13 +14,17 @@ pub enum Bug {
     AckBeforeFsync = 2,
     /// The new primary picks the longest log, whatever its log view.
     DvcIgnoresLogView = 3,
+    /// A replica that found a damaged entry treats it (and what follows)
+    /// as never written, and votes on the shortened log.
+    NackCorruptEntry = 4,
 }
 
 impl Bug {
-    pub const ALL: [(&'static str, Bug); 3] = [
+    pub const ALL: [(&'static str, Bug); 4] = [
         ("commit-before-quorum", Bug::CommitBeforeQuorum),
         ("ack-before-fsync", Bug::AckBeforeFsync),
         ("dvc-ignores-log-view", Bug::DvcIgnoresLogView),
+        ("nack-corrupt-entry", Bug::NackCorruptEntry),
     ];
 
     pub fn named(name: &str) -> Option<Bug> {

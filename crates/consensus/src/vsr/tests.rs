@@ -196,3 +196,53 @@ fn given_a_restarted_primary_when_recovering_should_never_resume_leading() {
         "it may lead only a later view, never the one it held"
     );
 }
+
+#[test]
+fn given_a_damaged_journal_entry_when_booting_should_keep_the_sound_prefix_and_be_uncertain() {
+    let mut group = Group::new(3);
+    for number in 1..=3 {
+        group.request(0, 7, number).unwrap();
+    }
+    let mut durable = group.journals[1].clone();
+    assert_eq!(durable.entries.len(), 3);
+    durable.entries[1].body.push(0xA5);
+    let replica = VsrReplica::boot(1, 3, TIMING, durable, 5);
+    assert_eq!(
+        replica.head(),
+        Op(1),
+        "entries from the damaged one on are cut"
+    );
+    assert!(
+        replica.is_uncertain(),
+        "it may have acknowledged what it lost"
+    );
+    assert_eq!(replica.status(), Status::Recovering);
+}
+
+#[test]
+fn given_an_uncertain_replica_when_its_probes_run_out_should_never_start_a_view_change() {
+    let mut durable = Durable::default();
+    let request = Request {
+        client: ClientId(7),
+        number: RequestNumber(1),
+        body: vec![1],
+    };
+    let mut entry = message::Entry::new(Op(1), View(0), 0, request, 1);
+    entry.body.push(0xA5);
+    durable.entries.push(entry);
+    let mut replica = VsrReplica::boot(1, 3, TIMING, durable, 5);
+    for _ in 0..200 {
+        let actions = replica.on_tick();
+        assert!(
+            !actions.iter().any(|a| matches!(
+                a,
+                Action::Send(Envelope {
+                    message: Message::StartViewChange { .. },
+                    ..
+                })
+            )),
+            "an uncertain replica never votes"
+        );
+    }
+    assert_eq!(replica.status(), Status::Recovering);
+}

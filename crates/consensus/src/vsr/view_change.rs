@@ -344,6 +344,8 @@ impl VsrReplica {
             log_view: self.log_view,
         });
         self.status = Status::Normal;
+        // The view's log is adopted and journaled: the head is certain again.
+        self.uncertain = false;
         self.dvcs.clear();
         self.acks.clear();
         self.in_pipeline.clear();
@@ -398,7 +400,7 @@ impl VsrReplica {
             return;
         }
         self.ticks_since_heartbeat = 0;
-        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX {
+        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && !self.uncertain {
             // Nobody leads a view we can join: the whole group restarted.
             // Start a view change on our own log (a new view, so this
             // replica never resumes a primaryship it held before).
