@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use consensus::vsr::message::Entry;
 use consensus::{ClientId, Op, RequestNumber};
 
+use crate::app::App;
+
 /// A broken invariant: what and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation(pub String);
@@ -21,12 +23,16 @@ pub struct Checker {
     executed: BTreeMap<(ClientId, RequestNumber), Op>,
     /// Requests answered as committed, and the op the answer named.
     acknowledged: BTreeMap<(ClientId, RequestNumber), Op>,
+    /// The service applied once, in op order, to every first commit: the
+    /// sequential model every replica and every reply must agree with.
+    model: App,
+    model_results: BTreeMap<Op, Vec<u8>>,
 }
 
 impl Checker {
     /// A replica applied `entry` (ops arrive in order per replica; the
     /// replica asserts that).
-    pub fn applied(&mut self, replica: u8, entry: &Entry) -> Result<(), Violation> {
+    pub fn applied(&mut self, replica: u8, entry: &Entry, result: &[u8]) -> Result<(), Violation> {
         let fact = (entry.identity, entry.client, entry.request);
         match self.committed.get(&entry.op) {
             Some(known) if *known != fact => {
@@ -35,8 +41,30 @@ impl Checker {
                     entry.op
                 )));
             }
-            Some(_) => return Ok(()),
+            Some(_) => {
+                let model = &self.model_results[&entry.op];
+                if model.as_slice() != result {
+                    return Err(Violation(format!(
+                        "state: replica {replica}'s result for {:?} is {result:?}, the sequential model's {model:?}",
+                        entry.op
+                    )));
+                }
+                return Ok(());
+            }
             None => {
+                assert_eq!(
+                    self.committed.keys().last().map_or(0, |op| op.0) + 1,
+                    entry.op.0,
+                    "first commits arrive in op order"
+                );
+                let model = self.model.apply(&entry.body);
+                if model != result {
+                    return Err(Violation(format!(
+                        "state: replica {replica}'s result for {:?} is {result:?}, the sequential model's {model:?}",
+                        entry.op
+                    )));
+                }
+                self.model_results.insert(entry.op, model);
                 self.committed.insert(entry.op, fact);
                 self.timestamps.insert(entry.op, entry.timestamp_us);
                 let before = self.timestamps.range(..entry.op).next_back();
@@ -70,8 +98,19 @@ impl Checker {
         client: ClientId,
         request: RequestNumber,
         op: Op,
+        result: &[u8],
     ) -> Result<(), Violation> {
         let key = (client, request);
+        if self
+            .model_results
+            .get(&op)
+            .is_none_or(|model| model.as_slice() != result)
+        {
+            return Err(Violation(format!(
+                "reply: {key:?} answered {result:?} for {op:?}, the sequential model has {:?}",
+                self.model_results.get(&op)
+            )));
+        }
         match self.executed.get(&key) {
             Some(&executed) if executed == op => {}
             other => {
@@ -118,6 +157,11 @@ impl Checker {
             "the committed history has no holes"
         );
         history
+    }
+
+    /// The sequential model's state after every committed op.
+    pub fn model(&self) -> &App {
+        &self.model
     }
 
     pub fn committed_ops(&self) -> usize {

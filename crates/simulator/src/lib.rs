@@ -7,6 +7,7 @@
 //! replica is up): every pending request must then finish and every
 //! replica converge. The checker (`checker`) watches every apply and reply.
 
+pub mod app;
 pub mod checker;
 pub mod disk;
 pub mod prng;
@@ -15,6 +16,7 @@ use consensus::vsr::message::{Envelope, Request};
 use consensus::vsr::{Action, Durable, NotAdmitted, Timing, VsrReplica};
 use consensus::{ClientId, Op, RequestNumber, View};
 
+use app::App;
 use checker::{Checker, Violation};
 use disk::Disk;
 use prng::{Prng, salt};
@@ -101,6 +103,9 @@ struct Node {
     /// Identities of the ops this replica applied since it last booted
     /// (a restart applies again from op 1).
     applied: Vec<u64>,
+    /// The service state those ops built, and each op's result.
+    app: App,
+    results: std::collections::BTreeMap<Op, Vec<u8>>,
 }
 
 struct Packet {
@@ -112,6 +117,8 @@ struct Packet {
 struct Client {
     id: ClientId,
     number: RequestNumber,
+    /// The pending request's body (a retry resends the same one).
+    body: Vec<u8>,
     pending: bool,
     target: u8,
     /// The last refusal named the primary: retry there, not at the next.
@@ -177,12 +184,15 @@ impl Cluster {
                 disk: Disk::default(),
                 restart_at: None,
                 applied: Vec::new(),
+                app: App::default(),
+                results: std::collections::BTreeMap::new(),
             })
             .collect();
         let clients = (0..options.clients)
             .map(|i| Client {
                 id: ClientId(u128::from(i) + 1),
                 number: RequestNumber(0),
+                body: Vec::new(),
                 pending: false,
                 target: 0,
                 redirected: false,
@@ -264,6 +274,8 @@ impl Cluster {
                 let durable = node.disk.crash();
                 node.replica = Some(boot(id, self.options.replicas, durable, &mut self.nonces));
                 node.applied.clear();
+                node.app = App::default();
+                node.results.clear();
                 self.note(&format!("restart {id}"));
             }
         }
@@ -314,13 +326,18 @@ impl Cluster {
                 Action::Superblock { view, log_view } => node.disk.superblock(view, log_view),
                 Action::Apply(entry) => {
                     node.applied.push(entry.identity);
-                    self.checker.applied(id, &entry)?;
+                    let result = node.app.apply(&entry.body);
+                    node.results.insert(entry.op, result.clone());
+                    self.checker.applied(id, &entry, &result)?;
                 }
                 Action::Reply {
                     client,
                     request,
                     op,
-                } => self.replied(client, request, op)?,
+                } => {
+                    let result = node.results.get(&op).cloned().unwrap_or_default();
+                    self.replied(client, request, op, &result)?;
+                }
             }
         }
         Ok(())
@@ -360,8 +377,9 @@ impl Cluster {
         client: ClientId,
         request: RequestNumber,
         op: Op,
+        result: &[u8],
     ) -> Result<(), Violation> {
-        self.checker.replied(client, request, op)?;
+        self.checker.replied(client, request, op, result)?;
         if let Some(c) = self.clients.iter_mut().find(|c| c.id == client)
             && c.pending
             && c.number == request
@@ -379,6 +397,7 @@ impl Cluster {
             let start = !client.pending && client.remaining > 0 && faulty;
             if start && self.workload.chance(200_000) {
                 client.number = RequestNumber(client.number.0 + 1);
+                client.body = app::random_body(&mut self.workload);
                 client.remaining -= 1;
                 client.pending = true;
                 client.sent_at = 0;
@@ -395,9 +414,10 @@ impl Cluster {
 
     fn send_request(&mut self, index: usize, faulty: bool) -> Result<(), Violation> {
         let n = self.options.replicas;
-        let (id, number, target, rotate) = {
+        let (id, number, target, rotate, body) = {
             let c = &self.clients[index];
-            (c.id, c.number, c.target, c.sent_at != 0 && !c.redirected)
+            let rotate = c.sent_at != 0 && !c.redirected;
+            (c.id, c.number, c.target, rotate, c.body.clone())
         };
         let target = if rotate { (target + 1) % n } else { target };
         self.clients[index].target = target;
@@ -409,7 +429,7 @@ impl Cluster {
         let request = Request {
             client: id,
             number,
-            body: format!("{}:{}", id.0, number.0).into_bytes(),
+            body,
         };
         // The primary stamps with its own (skewed) clock.
         let skew = self.nodes[usize::from(target)].skew_ticks;
@@ -547,10 +567,16 @@ impl Cluster {
             })
     }
 
-    /// At quiescence every replica applied exactly the committed history.
+    /// At quiescence every replica applied exactly the committed history
+    /// and holds the state one sequential run of it builds.
     fn states_equal(&self) -> Result<(), Violation> {
         let history = self.checker.history();
         for (id, node) in self.nodes.iter().enumerate() {
+            if node.app != *self.checker.model() {
+                return Err(Violation(format!(
+                    "final state: replica {id}'s service state differs from the sequential model"
+                )));
+            }
             if node.applied != history {
                 return Err(Violation(format!(
                     "final state: replica {id} applied {} ops, the committed history has {}, or they differ",
