@@ -14,6 +14,7 @@ pub struct Disk {
     log_view: View,
     volatile: Vec<Entry>,
     durable: Vec<Entry>,
+    uncertain: bool,
 }
 
 impl Disk {
@@ -45,6 +46,10 @@ impl Disk {
         self.log_view = log_view;
     }
 
+    pub fn uncertain(&mut self, uncertain: bool) {
+        self.uncertain = uncertain;
+    }
+
     /// What a restart finds: the durable images only.
     pub fn crash(&mut self) -> Durable {
         self.volatile = self.durable.clone();
@@ -52,6 +57,7 @@ impl Disk {
             view: self.view,
             log_view: self.log_view,
             entries: self.durable.clone(),
+            uncertain: self.uncertain,
         }
     }
 

@@ -324,6 +324,7 @@ impl Cluster {
                 Action::TruncateAfter(op) => node.disk.truncate_after(op),
                 Action::Sync => node.disk.sync(),
                 Action::Superblock { view, log_view } => node.disk.superblock(view, log_view),
+                Action::Uncertain(uncertain) => node.disk.uncertain(uncertain),
                 Action::Apply(entry) => {
                     node.applied.push(entry.identity);
                     let result = node.app.apply(&entry.body);

@@ -105,6 +105,10 @@ pub enum Action {
         view: View,
         log_view: View,
     },
+    /// Persist whether this replica's head is uncertain, durably, before
+    /// the next action: the journal it is about to rewrite may be the only
+    /// evidence of the damage, and a restart must not find it certain.
+    Uncertain(bool),
     /// Apply this committed entry to the state machine (in op order).
     Apply(Entry),
     /// Answer the client: its request committed at `op`.
@@ -121,6 +125,8 @@ pub struct Durable {
     pub view: View,
     pub log_view: View,
     pub entries: Vec<Entry>,
+    /// The head was marked uncertain and not yet repaired.
+    pub uncertain: bool,
 }
 
 /// Why a request was not admitted (nothing was prepared: safe to retry).
@@ -169,6 +175,8 @@ pub struct VsrReplica {
     ticks_since_commit_sent: u32,
     ticks_in_view_change: u32,
     ticks_since_retransmit: u32,
+    /// Primary: ticks the oldest uncommitted prepare has waited.
+    ticks_oldest_uncommitted: u32,
     /// Recovering: probes sent without an answer.
     probes_unanswered: u32,
     /// The last op asked for by the outstanding repair request.
@@ -176,6 +184,8 @@ pub struct VsrReplica {
     /// The journal held a damaged entry at boot: until a view's log is
     /// adopted and repaired, this replica never votes.
     uncertain: bool,
+    /// Whether the superblock records `uncertain` as true.
+    uncertain_persisted: bool,
     /// Whom we asked for repair, in which of its views: only its answers
     /// are taken (a late answer from an older view's primary would graft
     /// another log onto ours).
@@ -208,7 +218,9 @@ impl VsrReplica {
         // uncertain, so the replica never votes on the shortened log
         // (replication spec §6.1, §6.3).
         let sound = sound_prefix(&durable.entries);
-        let uncertain = sound < durable.entries.len() && !planted(PlantedBug::NackCorruptEntry);
+        let damaged = sound < durable.entries.len() && !planted(PlantedBug::NackCorruptEntry);
+        let uncertain = damaged || durable.uncertain;
+        let uncertain_persisted = durable.uncertain;
         durable.entries.truncate(sound);
         check_chain(&durable.entries);
         let head = Op(durable.entries.len() as u64);
@@ -240,10 +252,12 @@ impl VsrReplica {
             ticks_since_commit_sent: 0,
             ticks_in_view_change: 0,
             ticks_since_retransmit: 0,
+            ticks_oldest_uncommitted: 0,
             probes_unanswered: 0,
             repair_until: Op::ZERO,
             repair_source: None,
             uncertain,
+            uncertain_persisted,
             ticks_since_repair: 0,
         };
         replica.check_invariants();
@@ -310,6 +324,15 @@ impl VsrReplica {
     /// The identity of the newest entry (0 for an empty log).
     fn head_identity(&self) -> u64 {
         self.log.last().map_or(0, |e| e.identity)
+    }
+
+    /// Before an uncertain replica rewrites its journal, the uncertainty is
+    /// made durable (once).
+    fn persist_uncertainty(&mut self, actions: &mut Vec<Action>) {
+        if self.uncertain && !self.uncertain_persisted {
+            actions.push(Action::Uncertain(true));
+            self.uncertain_persisted = true;
+        }
     }
 
     fn send(&self, actions: &mut Vec<Action>, to: ReplicaId, message: Message) {

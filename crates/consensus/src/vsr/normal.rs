@@ -109,7 +109,8 @@ impl VsrReplica {
             self.primary_of(view),
             "prepares come from the primary"
         );
-        self.ticks_since_heartbeat = 0;
+        // Only Commits reset the heartbeat (§4.2): a primary that can send
+        // prepares but never commits them must still be voted out.
         let head = self.head();
         if entry.op <= head {
             // A retransmission: acknowledge again if it is the same entry.
@@ -185,6 +186,7 @@ impl VsrReplica {
                 Some(acks) if acks.count_ones() >= quorum => {
                     self.acks.remove(&next);
                     self.commit_max = next;
+                    self.ticks_oldest_uncommitted = 0;
                 }
                 _ => break,
             }
@@ -204,6 +206,8 @@ impl VsrReplica {
             return;
         }
         self.ticks_since_heartbeat = 0;
+        // Our primary is alive and heard: votes to leave this view lapse.
+        self.svc_votes.retain(|&w, _| w <= self.view);
         self.raise_commit(commit, actions);
     }
 
@@ -325,6 +329,7 @@ impl VsrReplica {
             return;
         }
         let (op, identity) = (entry.op, entry.identity);
+        self.persist_uncertainty(actions);
         self.log.push(entry.clone());
         actions.push(Action::Journal(entry));
         actions.push(Action::Sync);
@@ -355,8 +360,17 @@ impl VsrReplica {
     }
 
     fn tick_primary(&mut self, actions: &mut Vec<Action>) {
+        // A primary whose oldest uncommitted prepare has waited half a
+        // heartbeat timeout abdicates: it stops sending Commits, so
+        // backups that it cannot hear elect past it (§5.3 step 7).
+        if self.acks.is_empty() {
+            self.ticks_oldest_uncommitted = 0;
+        } else {
+            self.ticks_oldest_uncommitted += 1;
+        }
+        let abdicating = self.ticks_oldest_uncommitted >= self.timing.heartbeat_timeout / 2;
         self.ticks_since_commit_sent += 1;
-        if self.ticks_since_commit_sent >= self.timing.commit_interval {
+        if !abdicating && self.ticks_since_commit_sent >= self.timing.commit_interval {
             self.ticks_since_commit_sent = 0;
             let commit = Message::Commit {
                 view: self.view,
@@ -387,10 +401,14 @@ impl VsrReplica {
         }
     }
 
+    /// A backup whose primary fell silent (no Commit for a heartbeat
+    /// timeout) leaves the view for the next one others voted for.
     fn tick_backup(&mut self, actions: &mut Vec<Action>) {
         self.ticks_since_heartbeat += 1;
         if self.ticks_since_heartbeat >= self.timing.heartbeat_timeout {
-            self.start_view_change(self.view.next(), actions);
+            self.ticks_since_heartbeat = 0;
+            let next = self.vote_target();
+            self.start_view_change(next, actions);
         }
     }
 }

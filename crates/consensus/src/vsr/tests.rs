@@ -56,6 +56,7 @@ impl Group {
                     journal.view = view;
                     journal.log_view = log_view;
                 }
+                Action::Uncertain(uncertain) => journal.uncertain = uncertain,
                 Action::Apply(entry) => self.applied[usize::from(id)].push(entry.op),
                 Action::Reply {
                     client,
@@ -220,7 +221,7 @@ fn given_a_damaged_journal_entry_when_booting_should_keep_the_sound_prefix_and_b
 }
 
 #[test]
-fn given_an_uncertain_replica_when_its_probes_run_out_should_never_start_a_view_change() {
+fn given_an_uncertain_replica_when_its_probes_run_out_should_vote_but_never_offer_its_log() {
     let mut durable = Durable::default();
     let request = Request {
         client: ClientId(7),
@@ -237,11 +238,11 @@ fn given_an_uncertain_replica_when_its_probes_run_out_should_never_start_a_view_
             !actions.iter().any(|a| matches!(
                 a,
                 Action::Send(Envelope {
-                    message: Message::StartViewChange { .. },
+                    message: Message::DoViewChange { .. },
                     ..
                 })
             )),
-            "an uncertain replica never votes"
+            "an uncertain replica may vote to move on, never offer its log"
         );
     }
     assert_eq!(replica.status(), Status::Recovering);

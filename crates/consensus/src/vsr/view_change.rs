@@ -88,10 +88,15 @@ impl VsrReplica {
             return; // a vote for the view we are in: nothing to leave
         }
         *self.svc_votes.entry(view).or_insert(0) |= 1 << from;
-        if view > self.view {
-            self.start_view_change(view, actions);
-        } else {
+        if view == self.view {
             self.maybe_send_dvc(actions);
+        } else {
+            // One vote for a newer view moves us there (the reference's
+            // rule). The spec's stricter one (a normal replica waits for a
+            // quorum of votes, §5.3 step 2) stalled a replica that had
+            // moved ahead alone; it needs the catch-up path TigerBeetle
+            // has, which is not built yet.
+            self.start_view_change(view, actions);
         }
     }
 
@@ -242,6 +247,7 @@ impl VsrReplica {
 
     /// Replaces the log with `merged`, journaling what changed and syncing.
     fn install_log(&mut self, merged: Vec<Entry>, actions: &mut Vec<Action>) {
+        self.persist_uncertainty(actions);
         let same = self
             .log
             .iter()
@@ -321,6 +327,7 @@ impl VsrReplica {
                 self.dvc_sent = false;
             }
             if self.head() > self.commit_min {
+                self.persist_uncertainty(actions);
                 self.log
                     .truncate(usize::try_from(self.commit_min.0).expect("fits"));
                 actions.push(Action::TruncateAfter(self.commit_min));
@@ -346,6 +353,10 @@ impl VsrReplica {
         self.status = Status::Normal;
         // The view's log is adopted and journaled: the head is certain again.
         self.uncertain = false;
+        if self.uncertain_persisted {
+            actions.push(Action::Uncertain(false));
+            self.uncertain_persisted = false;
+        }
         self.dvcs.clear();
         self.acks.clear();
         self.in_pipeline.clear();
@@ -386,12 +397,55 @@ impl VsrReplica {
 
     pub(super) fn tick_view_change(&mut self, actions: &mut Vec<Action>) {
         self.ticks_in_view_change += 1;
+        if self
+            .ticks_in_view_change
+            .is_multiple_of(self.timing.retransmit_interval)
+        {
+            self.resend_view_change(actions);
+        }
         if self.ticks_in_view_change < self.timing.view_change_timeout {
             return;
         }
-        // No new view in time: try the next one.
-        let next = self.view.next();
-        self.start_view_change(next, actions);
+        // No new view in time: vote for the next one, but move only with a
+        // quorum (a lone replica never climbs views by itself).
+        self.ticks_in_view_change = 0;
+        let next = self.vote_target();
+        *self.svc_votes.entry(next).or_insert(0) |= 1 << self.id;
+        self.broadcast(actions, &Message::StartViewChange { view: next });
+        let votes = self.svc_votes.get(&next).copied().unwrap_or(0);
+        if votes.count_ones() >= u32::from(self.quorums.view_change) {
+            self.start_view_change(next, actions);
+        }
+    }
+
+    /// The view a vote to move on goes to: the next one, or the highest
+    /// one others already voted for (§5.3 step 1), so votes meet.
+    pub(super) fn vote_target(&self) -> View {
+        let voted = self
+            .svc_votes
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or_default();
+        self.view.next().max(voted)
+    }
+
+    /// Resends our vote for the current view and, once sent, our DVC: a
+    /// lost one would otherwise stall the view change.
+    fn resend_view_change(&mut self, actions: &mut Vec<Action>) {
+        self.broadcast(actions, &Message::StartViewChange { view: self.view });
+        let primary = self.primary_of(self.view);
+        if self.dvc_sent && primary != self.id {
+            let dvc = self.own_dvc();
+            let message = Message::DoViewChange {
+                view: self.view,
+                log_view: self.log_view,
+                head: dvc.head,
+                commit: dvc.commit,
+                entries: dvc.entries,
+            };
+            self.send(actions, primary, message);
+        }
     }
 
     pub(super) fn tick_recovering(&mut self, actions: &mut Vec<Action>) {
@@ -400,6 +454,16 @@ impl VsrReplica {
             return;
         }
         self.ticks_since_heartbeat = 0;
+        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && self.uncertain {
+            // Nobody answers (the group may be in an older view than ours,
+            // persisted before a crash): ask the others to move to a newer
+            // one. A vote to leave carries no log, so an uncertain replica
+            // may cast it; it never sends a DVC and stays recovering until
+            // a StartView of that view comes.
+            let next = self.vote_target();
+            *self.svc_votes.entry(next).or_insert(0) |= 1 << self.id;
+            self.broadcast(actions, &Message::StartViewChange { view: next });
+        }
         if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && !self.uncertain {
             // Nobody leads a view we can join: the whole group restarted.
             // Start a view change on our own log (a new view, so this
