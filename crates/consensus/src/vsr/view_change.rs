@@ -118,15 +118,20 @@ impl VsrReplica {
             self.dvcs.insert(self.id, dvc);
             self.maybe_start_view(actions);
         } else {
-            let message = Message::DoViewChange {
-                view: self.view,
-                log_view: self.log_view,
-                head: dvc.head,
-                commit: dvc.commit,
-                entries: dvc.entries,
-            };
-            self.send(actions, primary, message);
+            self.send_dvc(dvc, actions);
         }
+    }
+
+    /// Sends our DoViewChange for the current view to its primary.
+    fn send_dvc(&self, dvc: Dvc, actions: &mut Vec<Action>) {
+        let message = Message::DoViewChange {
+            view: self.view,
+            log_view: self.log_view,
+            head: dvc.head,
+            commit: dvc.commit,
+            entries: dvc.entries,
+        };
+        self.send(actions, self.primary_of(self.view), message);
     }
 
     /// The newest `DVC_ENTRIES_MAX` entries, head first.
@@ -436,15 +441,7 @@ impl VsrReplica {
         self.broadcast(actions, &Message::StartViewChange { view: self.view });
         let primary = self.primary_of(self.view);
         if self.dvc_sent && primary != self.id {
-            let dvc = self.own_dvc();
-            let message = Message::DoViewChange {
-                view: self.view,
-                log_view: self.log_view,
-                head: dvc.head,
-                commit: dvc.commit,
-                entries: dvc.entries,
-            };
-            self.send(actions, primary, message);
+            self.send_dvc(self.own_dvc(), actions);
         }
     }
 

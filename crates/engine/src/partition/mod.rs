@@ -79,6 +79,18 @@ pub struct PartitionOptions {
     pub offset_durability: Durability,
 }
 
+/// What a poll asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollRequest {
+    pub start: PollStart,
+    /// Messages at most (0 polls nothing).
+    pub count: u32,
+    pub consumer: ConsumerKey,
+    /// Store the last offset served as the consumer's offset.
+    pub auto_commit: bool,
+    pub max_bytes: u64,
+}
+
 /// A poll's result: the partition's current offset and the records.
 #[derive(Debug, Clone)]
 pub struct Polled {
@@ -292,15 +304,14 @@ impl<S: Storage> Partition<S> {
     /// Reads up to `count` messages (at most `max_bytes`) from where
     /// `start` says. A consumer group's served mark advances; with
     /// `auto_commit` the last offset served is stored.
-    pub async fn poll(
-        &self,
-        start: PollStart,
-        count: u32,
-        consumer: ConsumerKey,
-        auto_commit: bool,
-        max_bytes: u64,
-        now_us: u64,
-    ) -> Result<Polled> {
+    pub async fn poll(&self, request: PollRequest, now_us: u64) -> Result<Polled> {
+        let PollRequest {
+            start,
+            count,
+            consumer,
+            auto_commit,
+            max_bytes,
+        } = request;
         let current_offset = self.current_offset();
         let from = if count == 0 {
             None

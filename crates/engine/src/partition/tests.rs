@@ -58,7 +58,16 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
     append(&partition, 1, 5).await;
     append(&partition, 2, 5).await;
     let polled = partition
-        .poll(PollStart::Next, 4, CONSUMER, true, u64::MAX, 0)
+        .poll(
+            PollRequest {
+                start: PollStart::Next,
+                count: 4,
+                consumer: CONSUMER,
+                auto_commit: true,
+                max_bytes: u64::MAX,
+            },
+            0,
+        )
         .await
         .unwrap();
     assert_eq!(polled.records.iter().map(|r| r.count).sum::<u32>(), 4);
@@ -72,7 +81,16 @@ async fn given_auto_commit_poll_when_the_process_is_killed_should_resume_after_t
         "acknowledged appends survive"
     );
     let next = reopened
-        .poll(PollStart::Next, 100, CONSUMER, false, u64::MAX, 0)
+        .poll(
+            PollRequest {
+                start: PollStart::Next,
+                count: 100,
+                consumer: CONSUMER,
+                auto_commit: false,
+                max_bytes: u64::MAX,
+            },
+            0,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -113,7 +131,16 @@ async fn given_group_served_beyond_its_offset_when_asked_should_report_in_flight
     append(&partition, 1, 3).await;
     let group = (ConsumerKind::ConsumerGroup, 1);
     partition
-        .poll(PollStart::Offset(Offset(0)), 3, group, false, u64::MAX, 0)
+        .poll(
+            PollRequest {
+                start: PollStart::Offset(Offset(0)),
+                count: 3,
+                consumer: group,
+                auto_commit: false,
+                max_bytes: u64::MAX,
+            },
+            0,
+        )
         .await
         .unwrap();
     assert!(partition.in_flight(group));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crossfire::oneshot::{TxOneshot, oneshot};
 use engine::metadata::topic::options::{Durability, TopicOptions};
 pub use engine::partition::Committed;
-use engine::partition::{Partition, PartitionError, PartitionOptions};
+use engine::partition::{Partition, PartitionError, PartitionOptions, PollRequest};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use protocol::responses::PollReplyHeader;
@@ -285,9 +285,14 @@ impl Node {
                 auto_commit,
                 max_bytes,
             } => {
-                partition
-                    .poll(start, count, consumer, auto_commit, max_bytes)
-                    .await
+                let request = PollRequest {
+                    start,
+                    count,
+                    consumer,
+                    auto_commit,
+                    max_bytes,
+                };
+                partition.poll(request).await
             }
             PartitionOp::GetOffset { consumer } => Ok(partition.get_offset(consumer)),
             PartitionOp::StoreOffset { consumer, offset } => {
@@ -359,24 +364,10 @@ impl OwnedPartition {
         })
     }
 
-    async fn poll(
-        &self,
-        start: PollStart,
-        count: u32,
-        consumer: ConsumerKey,
-        auto_commit: bool,
-        max_bytes: u64,
-    ) -> Result<PartitionReply, PartitionError> {
+    async fn poll(&self, request: PollRequest) -> Result<PartitionReply, PartitionError> {
         let polled = self
             .partition
-            .poll(
-                start,
-                count,
-                consumer,
-                auto_commit,
-                max_bytes,
-                super::process_stats::now_us(),
-            )
+            .poll(request, super::process_stats::now_us())
             .await?;
         let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
