@@ -15,6 +15,8 @@ pub struct Disk {
     volatile: Vec<Entry>,
     durable: Vec<Entry>,
     uncertain: bool,
+    /// Wiped, and nothing written since: the replica boots blank.
+    blank: bool,
 }
 
 impl Disk {
@@ -34,6 +36,7 @@ impl Disk {
 
     pub fn sync(&mut self) {
         self.durable = self.volatile.clone();
+        self.blank = false;
     }
 
     pub fn superblock(&mut self, view: View, log_view: View) {
@@ -44,10 +47,21 @@ impl Disk {
         );
         self.view = view;
         self.log_view = log_view;
+        self.blank = false;
     }
 
     pub fn uncertain(&mut self, uncertain: bool) {
         self.uncertain = uncertain;
+        self.blank = false;
+    }
+
+    /// The operator wipes the data directory (`--fresh`): everything is
+    /// gone, the superblock included.
+    pub fn wipe(&mut self) {
+        *self = Disk {
+            blank: true,
+            ..Disk::default()
+        };
     }
 
     /// What a restart finds: the durable images only.
@@ -58,6 +72,7 @@ impl Disk {
             log_view: self.log_view,
             entries: self.durable.clone(),
             uncertain: self.uncertain,
+            blank: self.blank,
         }
     }
 

@@ -57,6 +57,8 @@ pub struct Faults {
     pub partition_per_million: u32,
     /// Chance that a crash also damages one journal entry on that disk.
     pub corrupt_on_crash_per_million: u32,
+    /// Chance that a crashed replica is wiped and restarted blank.
+    pub wipe_on_crash_per_million: u32,
 }
 
 impl Faults {
@@ -70,6 +72,7 @@ impl Faults {
             crash_mid_actions_per_million: rng.below(20_000) as u32,
             partition_per_million: rng.below(5_000) as u32,
             corrupt_on_crash_per_million: rng.below(400_000) as u32,
+            wipe_on_crash_per_million: rng.below(300_000) as u32,
         }
     }
 }
@@ -484,7 +487,10 @@ impl Cluster {
                     !r.is_uncertain() && r.status() == consensus::vsr::Status::Normal
                 })
             });
-        if others_sound
+        if others_sound && self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
+            self.nodes[usize::from(id)].disk.wipe();
+            self.note(&format!("wipe {id}"));
+        } else if others_sound
             && self
                 .fault_rng
                 .chance(self.faults.corrupt_on_crash_per_million)

@@ -106,8 +106,12 @@ pub enum Message {
         entries: Vec<Entry>,
         nonce: u64,
     },
-    /// A recovering replica asks the current primary for its view.
-    RequestStartView { view: View, nonce: u64 },
+    /// A recovering replica asks the current primary for its view;
+    /// `blank`: its journal is gone (a wiped replica), so every replica
+    /// answers with a ViewReport.
+    RequestStartView { view: View, nonce: u64, blank: bool },
+    /// Any replica → a blank prober: my view, echoing the probe's nonce.
+    ViewReport { view: View, nonce: u64 },
     /// Asks for the entries `from..=to` (answered with RepairPrepares).
     RequestPrepares { view: View, from: Op, to: Op },
     /// A journaled entry sent to repair a peer's log; taken only where it
@@ -125,6 +129,7 @@ impl Message {
             | Message::DoViewChange { view, .. }
             | Message::StartView { view, .. }
             | Message::RequestStartView { view, .. }
+            | Message::ViewReport { view, .. }
             | Message::RequestPrepares { view, .. }
             | Message::RepairPrepare { view, .. } => *view,
         }

@@ -127,6 +127,9 @@ pub struct Durable {
     pub entries: Vec<Entry>,
     /// The head was marked uncertain and not yet repaired.
     pub uncertain: bool,
+    /// The data is gone (a wiped replica restarting with nothing): it
+    /// forgot its view and what it acknowledged.
+    pub blank: bool,
 }
 
 /// Why a request was not admitted (nothing was prepared: safe to retry).
@@ -186,6 +189,10 @@ pub struct VsrReplica {
     uncertain: bool,
     /// Whether the superblock records `uncertain` as true.
     uncertain_persisted: bool,
+    /// Booted with no data (until it adopts a confirmed view).
+    blank: bool,
+    /// Blank: the views other replicas reported to this boot's probes.
+    view_reports: BTreeMap<ReplicaId, View>,
     /// Whom we asked for repair, in which of its views: only its answers
     /// are taken (a late answer from an older view's primary would graft
     /// another log onto ours).
@@ -219,7 +226,11 @@ impl VsrReplica {
         // (replication spec §6.1, §6.3).
         let sound = sound_prefix(&durable.entries);
         let damaged = sound < durable.entries.len() && !planted(PlantedBug::NackCorruptEntry);
-        let uncertain = damaged || durable.uncertain;
+        let uncertain = damaged || durable.uncertain || durable.blank;
+        assert!(
+            !durable.blank || durable.entries.is_empty(),
+            "a blank replica has no journal"
+        );
         let uncertain_persisted = durable.uncertain;
         durable.entries.truncate(sound);
         check_chain(&durable.entries);
@@ -258,6 +269,8 @@ impl VsrReplica {
             repair_source: None,
             uncertain,
             uncertain_persisted,
+            blank: durable.blank,
+            view_reports: BTreeMap::new(),
             ticks_since_repair: 0,
         };
         replica.check_invariants();

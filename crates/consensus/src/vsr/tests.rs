@@ -247,3 +247,35 @@ fn given_an_uncertain_replica_when_its_probes_run_out_should_vote_but_never_offe
     }
     assert_eq!(replica.status(), Status::Recovering);
 }
+
+#[test]
+fn given_a_wiped_replica_when_only_the_primary_answers_should_not_adopt_its_view() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    group.tick(3);
+    let blank = Durable {
+        blank: true,
+        ..Durable::default()
+    };
+    group.replicas[2] = Some(VsrReplica::boot(2, 3, TIMING, blank, 77));
+    group.journals[2] = Durable::default();
+    // Replica 1 is cut off: only the primary reports, short of the two
+    // reports a blank replica of three needs.
+    group.isolated[1] = true;
+    group.tick(30);
+    assert_eq!(
+        group.replica(2).status(),
+        Status::Recovering,
+        "waits for both reports"
+    );
+    group.isolated[1] = false;
+    group.tick(30);
+    let replica = group.replica(2);
+    assert_eq!(
+        replica.status(),
+        Status::Normal,
+        "adopted once both peers reported"
+    );
+    assert!(!replica.is_uncertain());
+    assert_eq!(replica.head(), Op(1), "and refilled the log");
+}

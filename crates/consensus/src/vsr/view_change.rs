@@ -73,8 +73,20 @@ impl VsrReplica {
                 };
                 self.on_start_view(from, suffix, nonce, actions);
             }
-            Message::RequestStartView { view, nonce } => {
+            Message::RequestStartView { view, nonce, blank } => {
+                if blank {
+                    let report = Message::ViewReport {
+                        view: self.view,
+                        nonce,
+                    };
+                    self.send(actions, from, report);
+                }
                 self.on_request_start_view(from, view, nonce, actions)
+            }
+            Message::ViewReport { view, nonce } => {
+                if self.blank && nonce == self.nonce {
+                    self.view_reports.insert(from, view);
+                }
             }
             _ => unreachable!("normal-operation messages are handled in normal.rs"),
         }
@@ -307,6 +319,9 @@ impl VsrReplica {
         if recovering && nonce != self.nonce && view <= self.view {
             return; // an answer to another boot's probe
         }
+        if self.blank && !self.may_adopt_blank(view, nonce) {
+            return;
+        }
         if view == self.view && self.status == Status::Normal && head <= self.head() {
             return; // a stale copy of the view we already hold
         }
@@ -358,6 +373,8 @@ impl VsrReplica {
         self.status = Status::Normal;
         // The view's log is adopted and journaled: the head is certain again.
         self.uncertain = false;
+        self.blank = false;
+        self.view_reports.clear();
         if self.uncertain_persisted {
             actions.push(Action::Uncertain(false));
             self.uncertain_persisted = false;
@@ -374,6 +391,17 @@ impl VsrReplica {
         self.apply_committed(actions);
     }
 
+    /// A blank replica forgot its view, and a deposed primary that has not
+    /// noticed still answers probes: it adopts only an echo of this boot's
+    /// probe, of a view at least the highest that nonce-echoing reports
+    /// from `n - view_change_quorum + 1` other replicas give (§6.3).
+    fn may_adopt_blank(&self, view: View, nonce: u64) -> bool {
+        let needed = usize::from(self.n - self.quorums.view_change + 1);
+        nonce == self.nonce
+            && self.view_reports.len() >= needed
+            && self.view_reports.values().all(|&reported| view >= reported)
+    }
+
     /// Heard a newer view than ours: ask its primary for it.
     pub(super) fn probe_newer_view(&mut self, view: View, actions: &mut Vec<Action>) {
         if self.primary_of(view) == self.id {
@@ -382,6 +410,7 @@ impl VsrReplica {
         let probe = Message::RequestStartView {
             view,
             nonce: self.nonce,
+            blank: self.blank,
         };
         self.send(actions, self.primary_of(view), probe);
     }
@@ -475,6 +504,7 @@ impl VsrReplica {
             let probe = Message::RequestStartView {
                 view: self.view,
                 nonce: self.nonce,
+                blank: self.blank,
             };
             self.send(actions, to, probe);
         }
