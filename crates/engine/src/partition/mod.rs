@@ -279,13 +279,25 @@ impl<S: Storage> Partition<S> {
         Ok(())
     }
 
+    /// The newest offset a poll may serve: what the partition's durability
+    /// lets it acknowledge (written, or fsynced under `persisted`), never a
+    /// batch still on its way to the segment, which a crash could take
+    /// back (replication spec §4.4: reads never above the commit point).
+    pub fn visible_offset(&self) -> Option<Offset> {
+        let acknowledgeable = match self.durability {
+            Durability::Persisted => self.log.durable_offset(),
+            Durability::Replicated => self.log.written_offset(),
+        };
+        Some(self.log.last_offset()?.min(acknowledgeable?))
+    }
+
     async fn resolve_start(
         &self,
         start: PollStart,
         count: u32,
         consumer: ConsumerKey,
     ) -> Result<Option<Offset>> {
-        let Some(last) = self.log.last_offset() else {
+        let Some(last) = self.visible_offset() else {
             return Ok(None);
         };
         let from = match start {
@@ -312,16 +324,28 @@ impl<S: Storage> Partition<S> {
             auto_commit,
             max_bytes,
         } = request;
-        let current_offset = self.current_offset();
+        // What the consumer may read up to, as the reply reports it.
+        let current_offset = self.visible_offset().unwrap_or(Offset::ZERO);
         let from = if count == 0 {
             None
         } else {
             self.resolve_start(start, count, consumer).await?
         };
-        let records = match from {
-            Some(from) => self.log.read(from, count, max_bytes).await?,
-            None => Vec::new(),
+        let records = match (from, self.visible_offset()) {
+            (Some(from), Some(visible)) if from <= visible => {
+                let available = visible.messages_since(from).saturating_add(1);
+                let count = count.min(u32::try_from(available).unwrap_or(u32::MAX));
+                self.log.read(from, count, max_bytes).await?
+            }
+            _ => Vec::new(),
         };
+        // Postcondition: nothing served beyond what may be acknowledged.
+        assert!(
+            records.last().is_none_or(
+                |r| Some(r.first_offset.plus(u64::from(r.count) - 1)) <= self.visible_offset()
+            ),
+            "polls never serve above the commit point"
+        );
         let last_served = records
             .last()
             .map(|r| r.first_offset.plus(u64::from(r.count) - 1));

@@ -267,3 +267,44 @@ async fn given_many_concurrent_appends_when_the_pipeline_fills_should_all_commit
     assert_eq!(ops.len(), 300, "every append got its own op");
     assert_eq!(partition.log().last_offset(), Some(Offset(299)));
 }
+
+#[compio::test]
+async fn given_a_batch_not_yet_written_when_polling_should_not_serve_it() {
+    let storage = SimStorage::new();
+    let partition = open(&storage, 0).await.partition;
+    append(&partition, 1, 2).await;
+    // Appended to the log's cache but not yet written (no acknowledgement).
+    let pending = build_record(2, &[(9, &b"late"[..], &b""[..])]);
+    partition.log().append(pending, 7).unwrap();
+    let polled = partition
+        .poll(
+            PollRequest {
+                start: PollStart::Offset(Offset(0)),
+                count: 10,
+                consumer: CONSUMER,
+                auto_commit: false,
+                max_bytes: u64::MAX,
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let served: u32 = polled.records.iter().map(|r| r.count).sum();
+    assert_eq!(served, 2, "only the written, acknowledged batch");
+    partition.flush(false).await.unwrap();
+    let polled = partition
+        .poll(
+            PollRequest {
+                start: PollStart::Offset(Offset(0)),
+                count: 10,
+                consumer: CONSUMER,
+                auto_commit: false,
+                max_bytes: u64::MAX,
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let served: u32 = polled.records.iter().map(|r| r.count).sum();
+    assert_eq!(served, 3, "visible once written");
+}
