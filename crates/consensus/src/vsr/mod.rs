@@ -339,6 +339,17 @@ impl VsrReplica {
         self.log.last().map_or(0, |e| e.identity)
     }
 
+    /// Persists the view and log view. An uncertain (or blank) replica
+    /// persists its uncertainty first: its first durable write must not
+    /// leave a state that a restart would read as certain.
+    fn persist_superblock(&mut self, actions: &mut Vec<Action>) {
+        self.persist_uncertainty(actions);
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+    }
+
     /// Before an uncertain replica rewrites its journal, the uncertainty is
     /// made durable (once).
     fn persist_uncertainty(&mut self, actions: &mut Vec<Action>) {

@@ -120,10 +120,7 @@ impl VsrReplica {
             return;
         }
         self.dvc_sent = true;
-        actions.push(Action::Superblock {
-            view: self.view,
-            log_view: self.log_view,
-        });
+        self.persist_superblock(actions);
         let dvc = self.own_dvc();
         let primary = self.primary_of(self.view);
         if primary == self.id {
@@ -212,10 +209,7 @@ impl VsrReplica {
         };
         self.install_log(merged, actions);
         self.log_view = self.view;
-        actions.push(Action::Superblock {
-            view: self.view,
-            log_view: self.log_view,
-        });
+        self.persist_superblock(actions);
         self.status = Status::Normal;
         self.commit_max = commit.max(self.commit_max);
         assert!(
@@ -333,10 +327,7 @@ impl VsrReplica {
             // in the old one; its log view waits for the repair.
             if view > self.view {
                 self.view = view;
-                actions.push(Action::Superblock {
-                    view: self.view,
-                    log_view: self.log_view,
-                });
+                self.persist_superblock(actions);
                 if self.status == Status::Normal {
                     self.status = Status::ViewChange;
                     self.ticks_in_view_change = 0;
@@ -360,16 +351,10 @@ impl VsrReplica {
             return;
         }
         self.view = view;
-        actions.push(Action::Superblock {
-            view: self.view,
-            log_view: self.log_view,
-        });
+        self.persist_superblock(actions);
         self.install_log(merged, actions);
         self.log_view = view;
-        actions.push(Action::Superblock {
-            view: self.view,
-            log_view: self.log_view,
-        });
+        self.persist_superblock(actions);
         self.status = Status::Normal;
         // The view's log is adopted and journaled: the head is certain again.
         self.uncertain = false;
