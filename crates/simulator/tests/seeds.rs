@@ -5,7 +5,7 @@
 use simulator::{Options, run};
 
 /// Seeds run in the regular suite (debug build, a few seconds).
-const SUITE_SEEDS: std::ops::Range<u64> = 1..150;
+const SUITE_SEEDS: std::ops::Range<u64> = 1..400;
 
 #[test]
 fn given_suite_seeds_when_simulated_should_keep_every_invariant() {
