@@ -15,16 +15,18 @@ pub mod codes;
 pub mod error;
 pub mod header;
 pub mod http_json;
+pub mod kinds;
 pub mod primitives;
 pub mod reply;
 pub mod requests;
 pub mod responses;
 pub mod wire;
 
-pub use codes::{CommandCode, Route, route};
+pub use codes::CommandCode;
 pub use error::ErrorCode;
 pub use header::{
     Command, EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
+    Route, route,
 };
 pub use wire::{DecodeError, Reader, WireWrite};
 

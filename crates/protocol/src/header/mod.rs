@@ -10,14 +10,15 @@
 
 mod common;
 mod eviction;
-mod kinds;
 mod reply;
 mod request;
+mod route;
 
+pub use crate::kinds::{Command, Operation, reply_is_result_framed};
 pub use eviction::{EvictionHeader, EvictionReason};
-pub use kinds::{Command, Operation, reply_is_result_framed};
 pub use reply::ReplyHeader;
 pub use request::RequestHeader;
+pub use route::{Route, route};
 
 /// Every consensus header is exactly this long.
 pub const HEADER_SIZE: usize = 256;

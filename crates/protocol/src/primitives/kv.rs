@@ -11,33 +11,13 @@
 //! are String (kind 2) and valid UTF-8, no duplicate keys, at most 1024
 //! pairs and 100 000 bytes. The empty block is valid for both.
 
+pub use crate::wire::KvError;
 use crate::wire::WireWrite;
 
 pub const MAX_KV_FIELD_LEN: usize = 255;
 pub const MAX_USER_HEADERS_BYTES: usize = 100_000;
 pub const MAX_OPTIONS: usize = 1024;
 pub const MAX_OPTIONS_BYTES: usize = 100_000;
-
-/// Why a key/value block is malformed. Offsets are within the block.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KvError {
-    #[error("block of {len} bytes exceeds {max}")]
-    TooLarge { len: usize, max: usize },
-    #[error("field kind at offset {at} is zero")]
-    ZeroKind { at: usize },
-    #[error("field length {len} at offset {at} is outside 1..=255")]
-    FieldLength { at: usize, len: u64 },
-    #[error("field at offset {at} overruns the block")]
-    Overrun { at: usize },
-    #[error("{fields} fields do not form key/value pairs")]
-    OddFieldCount { fields: usize },
-    #[error("{pairs} pairs exceed {max}")]
-    TooManyPairs { pairs: usize, max: usize },
-    #[error("option key at offset {at} is not a UTF-8 string")]
-    KeyNotString { at: usize },
-    #[error("option key at offset {at} appears twice")]
-    DuplicateKey { at: usize },
-}
 
 /// The kind codes of `iggy_common`'s `HeaderKind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -194,7 +194,7 @@ fn given_mutated_headers_when_decoding_should_never_panic() {
         bytes.truncate(rng.below(300));
         if let Ok(header) = RequestHeader::decode(&bytes) {
             let _ = header.validate(rng.below(600));
-            let _ = crate::codes::route(&header);
+            let _ = crate::header::route(&header);
             let _ = header.checksum_matches(&bytes);
         }
         let _ = ReplyHeader::decode(&bytes);

@@ -8,5 +8,5 @@
 mod reader;
 mod writer;
 
-pub use reader::{DecodeError, Reader};
+pub use reader::{DecodeError, KvError, Reader};
 pub use writer::WireWrite;

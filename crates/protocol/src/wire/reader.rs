@@ -1,7 +1,6 @@
 //! A bounds-checked cursor over a borrowed byte slice.
 
 use crate::error::ErrorCode;
-use crate::primitives::KvError;
 
 /// Why a body (or part of one) could not be decoded.
 ///
@@ -177,6 +176,27 @@ impl<'a> Reader<'a> {
             }),
         }
     }
+}
+
+/// Why a key/value block is malformed. Offsets are within the block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KvError {
+    #[error("block of {len} bytes exceeds {max}")]
+    TooLarge { len: usize, max: usize },
+    #[error("field kind at offset {at} is zero")]
+    ZeroKind { at: usize },
+    #[error("field length {len} at offset {at} is outside 1..=255")]
+    FieldLength { at: usize, len: u64 },
+    #[error("field at offset {at} overruns the block")]
+    Overrun { at: usize },
+    #[error("{fields} fields do not form key/value pairs")]
+    OddFieldCount { fields: usize },
+    #[error("{pairs} pairs exceed {max}")]
+    TooManyPairs { pairs: usize, max: usize },
+    #[error("option key at offset {at} is not a UTF-8 string")]
+    KeyNotString { at: usize },
+    #[error("option key at offset {at} appears twice")]
+    DuplicateKey { at: usize },
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use crate::seam::{Storage, StorageFile};
 
 /// Alignment of a direct write: the largest logical block size of common
 /// devices, so one value works everywhere.
-pub const DIRECT_IO_ALIGN: u64 = 4096;
+pub use crate::seam::DIRECT_IO_ALIGN;
 const ALIGN: usize = DIRECT_IO_ALIGN as usize;
 
 /// The write handle of an active segment opened for direct I/O.

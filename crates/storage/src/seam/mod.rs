@@ -40,7 +40,7 @@ pub trait Storage: Clone + 'static {
     /// the page cache; with `synchronous` also `O_DSYNC`: a completed write
     /// is durable, as if followed by `sync_data`. Each write's position,
     /// length and buffer address must be multiples of
-    /// `partition::DIRECT_IO_ALIGN`. Fails with `Unsupported` where the
+    /// [`DIRECT_IO_ALIGN`]. Fails with `Unsupported` where the
     /// filesystem has no direct I/O.
     async fn open_direct(&self, path: &Path, synchronous: bool) -> io::Result<Self::File>;
     async fn remove_file(&self, path: &Path) -> io::Result<()>;
@@ -55,6 +55,10 @@ pub trait Storage: Clone + 'static {
     async fn sync_dir(&self, path: &Path) -> io::Result<()>;
     async fn exists(&self, path: &Path) -> io::Result<bool>;
 }
+
+/// The alignment of direct (`O_DIRECT`) writes: offsets, lengths and
+/// buffers are multiples of it.
+pub const DIRECT_IO_ALIGN: u64 = 4096;
 
 /// An open file with positional I/O.
 #[allow(async_fn_in_trait)]

@@ -507,7 +507,7 @@ impl SimFile {
     }
 
     fn check_direct_alignment(&self, bytes: &[u8], pos: u64) {
-        let align = crate::partition::DIRECT_IO_ALIGN;
+        let align = super::DIRECT_IO_ALIGN;
         if self.direct {
             assert!(
                 pos.is_multiple_of(align)
