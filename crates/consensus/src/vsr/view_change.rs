@@ -143,15 +143,20 @@ impl VsrReplica {
         self.send(actions, self.primary_of(self.view), message);
     }
 
-    /// The newest `DVC_ENTRIES_MAX` entries, head first.
-    fn own_dvc(&self) -> Dvc {
-        let entries = self
-            .log
+    /// The newest `DVC_ENTRIES_MAX` entries of the log, head first (what a
+    /// DoViewChange or a StartView carries).
+    fn log_suffix(&self) -> Vec<Entry> {
+        self.log
             .iter()
             .rev()
             .take(DVC_ENTRIES_MAX)
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// Our DoViewChange: the log suffix and where our log stands.
+    fn own_dvc(&self) -> Dvc {
+        let entries = self.log_suffix();
         Dvc {
             log_view: self.log_view,
             head: self.head(),
@@ -280,13 +285,7 @@ impl VsrReplica {
     }
 
     fn start_view_message(&self, nonce: u64) -> Message {
-        let entries = self
-            .log
-            .iter()
-            .rev()
-            .take(DVC_ENTRIES_MAX)
-            .cloned()
-            .collect();
+        let entries = self.log_suffix();
         Message::StartView {
             view: self.view,
             head: self.head(),

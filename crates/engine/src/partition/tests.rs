@@ -276,35 +276,22 @@ async fn given_a_batch_not_yet_written_when_polling_should_not_serve_it() {
     // Appended to the log's cache but not yet written (no acknowledgement).
     let pending = build_record(2, &[(9, &b"late"[..], &b""[..])]);
     partition.log().append(pending, 7).unwrap();
-    let polled = partition
-        .poll(
-            PollRequest {
-                start: PollStart::Offset(Offset(0)),
-                count: 10,
-                consumer: CONSUMER,
-                auto_commit: false,
-                max_bytes: u64::MAX,
-            },
-            0,
-        )
-        .await
-        .unwrap();
-    let served: u32 = polled.records.iter().map(|r| r.count).sum();
+    let served = served_from_zero(&partition).await;
     assert_eq!(served, 2, "only the written, acknowledged batch");
     partition.flush(false).await.unwrap();
-    let polled = partition
-        .poll(
-            PollRequest {
-                start: PollStart::Offset(Offset(0)),
-                count: 10,
-                consumer: CONSUMER,
-                auto_commit: false,
-                max_bytes: u64::MAX,
-            },
-            0,
-        )
-        .await
-        .unwrap();
-    let served: u32 = polled.records.iter().map(|r| r.count).sum();
+    let served = served_from_zero(&partition).await;
     assert_eq!(served, 3, "visible once written");
+}
+
+/// How many messages a poll from offset 0 serves (up to 10).
+async fn served_from_zero(partition: &Partition<SimStorage>) -> u32 {
+    let request = PollRequest {
+        start: PollStart::Offset(Offset(0)),
+        count: 10,
+        consumer: CONSUMER,
+        auto_commit: false,
+        max_bytes: u64::MAX,
+    };
+    let polled = partition.poll(request, 0).await.unwrap();
+    polled.records.iter().map(|r| r.count).sum()
 }
