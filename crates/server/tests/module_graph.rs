@@ -1,4 +1,5 @@
-//! The server binary's top-level modules form a one-way graph.
+//! The server binary's top-level modules form a one-way graph, and so do
+//! those of each library crate.
 //!
 //! Every `.rs` file under `src/` belongs to its top-level module (the first
 //! path component, or the stem of `src/x.rs`); `main.rs` and `lib.rs` are the
@@ -46,6 +47,27 @@ fn given_server_sources_when_building_the_module_graph_should_find_no_cycle() {
             "crates/server has a module cycle:\n{}",
             describe(&graph, &cycle)
         );
+    }
+}
+
+/// The library crates' top-level modules point one way too (their
+/// test-only `tests` module, which may reach anything, aside).
+#[test]
+fn given_library_crates_when_building_their_module_graphs_should_find_no_cycle() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for name in ["protocol", "storage", "engine", "consensus", "simulator"] {
+        let sources: Vec<Source> = crate_sources(&crates.join(name))
+            .into_iter()
+            .filter(|s| s.module != "tests")
+            .collect();
+        assert!(!sources.is_empty(), "crates/{name} has sources");
+        let graph = build_graph(&sources);
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!(
+                "crates/{name} has a module cycle:\n{}",
+                describe(&graph, &cycle)
+            );
+        }
     }
 }
 
@@ -117,7 +139,14 @@ fn source(module: &str, path: &str, text: &str) -> Source {
 
 /// Every file under `crates/server/src` except the crate roots.
 fn server_sources() -> Vec<Source> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let sources = crate_sources(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(sources.len() > 20, "found only {} sources", sources.len());
+    sources
+}
+
+/// The sources of the crate in `crate_dir`, by top-level module.
+fn crate_sources(crate_dir: &Path) -> Vec<Source> {
+    let src = crate_dir.join("src");
     let mut files = Vec::new();
     collect_rs_files(&src, &mut files);
     files.sort();
@@ -131,7 +160,6 @@ fn server_sources() -> Vec<Source> {
             Some(Source { module, path, text })
         })
         .collect();
-    assert!(sources.len() > 20, "found only {} sources", sources.len());
     sources
 }
 
