@@ -1,6 +1,107 @@
-//! The `iggy` command-line client. Not built yet: it says so and exits non-zero.
+//! The `iggy` command-line client: a thin layer over the published Iggy SDK
+//! that reproduces iggy-cli 0.14.0 (see docs/cli.md and the CLI spec).
+//! Order of a run: parse (usage errors exit 2), completion or banner, then
+//! `app::run` (contexts, credentials, connect, login, command, logout);
+//! runtime errors print `Error: …` on stderr and exit 1 (3 for not-found
+//! under `--strict` or JSON output).
 
-fn main() {
-    eprintln!("iggy CLI: not available in this build yet; use the Rust SDK or the HTTP API");
-    std::process::exit(2);
+mod app;
+mod args;
+mod banner;
+mod cmd;
+mod context;
+mod credentials;
+mod error;
+mod output;
+mod parse;
+mod render;
+mod secrets;
+mod settings;
+
+use args::{Cli, Command, OutputFormat};
+use clap::{CommandFactory, Parser};
+use output::{Out, write_stdout};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    if let Some(shell) = cli.global.generate {
+        print_completion(shell);
+        return ExitCode::SUCCESS;
+    }
+    match &cli.command {
+        None => {
+            print_banner();
+            return ExitCode::SUCCESS;
+        }
+        Some(Command::Completion(c)) => {
+            print_completion(c.shell);
+            return ExitCode::SUCCESS;
+        }
+        Some(_) => {}
+    }
+    if let Some(path) = &cli.global.debug {
+        start_debug_log(path, &cli);
+    }
+    let out = Out {
+        quiet: cli.global.quiet,
+        format: app::output_format(&cli.global),
+        strict: cli.global.strict,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(app::run(cli, &out));
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            match (&error, out.format) {
+                (error::CliError::NotFound, _) => {}
+                (_, OutputFormat::Text) => eprintln!("Error: {}", error.render()),
+                _ => eprintln!("{}", error.to_json()),
+            }
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+fn print_completion(shell: clap_complete::Shell) {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "iggy", &mut script);
+    write_stdout(String::from_utf8_lossy(&script).trim_end_matches('\n'));
+}
+
+fn print_banner() {
+    let mut command = Cli::command().help_template(
+        "{about-with-newline}\n{usage-heading} {usage}\n\nCommands:\n{subcommands}",
+    );
+    let help = command.render_help().to_string();
+    write_stdout(&format!(
+        "{}\n{}\n{}",
+        banner::ART,
+        help.trim_end(),
+        banner::FOOTER
+    ));
+}
+
+/// `-d FILE`: the file is replaced by a trace of this run.
+fn start_debug_log(path: &std::path::Path, cli: &Cli) {
+    let _ = std::fs::remove_file(path);
+    let stamp = chrono::Utc::now().to_rfc3339();
+    let _ = std::fs::write(path, format!("{stamp} TRACE iggy-cli: {cli:?}\n"));
 }
