@@ -52,6 +52,54 @@ impl App {
     }
 }
 
+impl App {
+    /// The state as bytes (a checkpoint's): equal states give equal bytes.
+    ///
+    /// ```text
+    /// streams: count u8, ids u8 each; next offsets: 4 x u64 LE;
+    /// stored offsets: count u16 LE, then (partition u8, consumer u8, offset u32 LE)
+    /// ```
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(u8::try_from(self.streams.len()).expect("stream ids are u8"));
+        out.extend(self.streams.iter());
+        for next in self.next_offset {
+            out.extend_from_slice(&next.to_le_bytes());
+        }
+        let count = u16::try_from(self.offsets.len()).expect("256 x 256 at most");
+        out.extend_from_slice(&count.to_le_bytes());
+        for (&(partition, consumer), &offset) in &self.offsets {
+            out.extend_from_slice(&[partition, consumer]);
+            out.extend_from_slice(&offset.to_le_bytes());
+        }
+    }
+
+    /// Reads what `encode` wrote from the front of `bytes`; returns the
+    /// state and the bytes after it.
+    pub fn decode(bytes: &[u8]) -> Option<(App, &[u8])> {
+        let (&count, mut rest) = bytes.split_first()?;
+        let mut app = App::default();
+        for _ in 0..count {
+            let (&id, tail) = rest.split_first()?;
+            app.streams.insert(id);
+            rest = tail;
+        }
+        for slot in &mut app.next_offset {
+            let (word, tail) = rest.split_at_checked(8)?;
+            *slot = u64::from_le_bytes(word.try_into().ok()?);
+            rest = tail;
+        }
+        let (count, tail) = rest.split_at_checked(2)?;
+        rest = tail;
+        for _ in 0..u16::from_le_bytes(count.try_into().ok()?) {
+            let (item, tail) = rest.split_at_checked(6)?;
+            let offset = u32::from_le_bytes(item[2..6].try_into().ok()?);
+            app.offsets.insert((item[0], item[1]), offset);
+            rest = tail;
+        }
+        Some((app, rest))
+    }
+}
+
 /// A random request body from the workload stream.
 pub fn random_body(rng: &mut Prng) -> Vec<u8> {
     let partition = rng.below(u64::from(PARTITIONS)) as u8;
@@ -79,5 +127,24 @@ mod tests {
         assert_eq!(app.apply(&[2, 0, 2]), 3u64.to_le_bytes().to_vec());
         assert_eq!(app.apply(&[3, 0, 1, 4, 0, 0, 0]), vec![1]);
         assert_eq!(app.apply(&[3, 0, 1, 5, 0, 0, 0]), vec![0], "beyond the end");
+    }
+
+    #[test]
+    fn given_a_state_when_encoded_should_decode_to_the_same_state() {
+        let mut app = App::default();
+        app.apply(&[1, 5]);
+        app.apply(&[2, 3, 7]);
+        app.apply(&[3, 3, 2, 4, 0, 0, 0]);
+        let mut bytes = Vec::new();
+        app.encode(&mut bytes);
+        bytes.push(0xEE);
+        let (decoded, rest) = App::decode(&bytes).expect("decodes");
+        assert_eq!(decoded, app);
+        assert_eq!(rest, [0xEE], "only its own bytes are read");
+        assert_eq!(
+            bytes[..14],
+            [1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            "golden: one stream (5), partition 0's next offset 0"
+        );
     }
 }

@@ -27,6 +27,9 @@ pub struct Checker {
     /// sequential model every replica and every reply must agree with.
     model: App,
     model_results: BTreeMap<Op, Vec<u8>>,
+    /// The model's state (encoded) after each committed op, for checking
+    /// checkpoints and state transfers.
+    model_states: BTreeMap<Op, Vec<u8>>,
 }
 
 impl Checker {
@@ -65,6 +68,9 @@ impl Checker {
                     )));
                 }
                 self.model_results.insert(entry.op, model);
+                let mut state = Vec::new();
+                self.model.encode(&mut state);
+                self.model_states.insert(entry.op, state);
                 self.committed.insert(entry.op, fact);
                 self.timestamps.insert(entry.op, entry.timestamp_us);
                 let before = self.timestamps.range(..entry.op).next_back();
@@ -127,6 +133,26 @@ impl Checker {
             )));
         }
         Ok(())
+    }
+
+    /// A replica checkpointed (or installed by state transfer) the service
+    /// state `state` as of `op`: it must be the sequential model's there.
+    pub fn checkpoint(
+        &self,
+        replica: u8,
+        op: Op,
+        state: &[u8],
+        what: &str,
+    ) -> Result<(), Violation> {
+        match self.model_states.get(&op) {
+            Some(model) if model.as_slice() == state => Ok(()),
+            Some(_) => Err(Violation(format!(
+                "{what}: replica {replica}'s state at {op:?} differs from the sequential model's"
+            ))),
+            None => Err(Violation(format!(
+                "{what}: replica {replica} holds state at {op:?}, which never committed"
+            ))),
+        }
     }
 
     /// Every acknowledged request is still in the committed history.

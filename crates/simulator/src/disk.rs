@@ -1,17 +1,21 @@
-//! One replica's simulated disk: a superblock and a journal, each with a
-//! volatile image (what the process wrote) and a durable one (what a crash
-//! keeps). A Journal or TruncateAfter action changes the volatile journal;
-//! Sync makes it durable; the superblock is written atomically and durably
-//! (the replica persists it before it sends anything that depends on it).
+//! One replica's simulated disk: a superblock, a checkpoint and a journal
+//! above it, the journal with a volatile image (what the process wrote)
+//! and a durable one (what a crash keeps). A Journal or TruncateAfter
+//! action changes the volatile journal; Sync makes it durable; the
+//! superblock and checkpoints are written atomically and durably (the
+//! replica persists the superblock before it sends anything that depends
+//! on it; a checkpoint is a temp file, fsync, rename, directory fsync).
 
-use consensus::View;
 use consensus::vsr::Durable;
-use consensus::vsr::message::Entry;
+use consensus::vsr::message::{Entry, Snapshot};
+use consensus::{Op, View};
 
 #[derive(Debug, Clone, Default)]
 pub struct Disk {
     view: View,
     log_view: View,
+    snapshot: Option<Snapshot>,
+    /// Journal entries above the checkpoint's op (from op 1 without one).
     volatile: Vec<Entry>,
     durable: Vec<Entry>,
     uncertain: bool,
@@ -20,8 +24,14 @@ pub struct Disk {
 }
 
 impl Disk {
+    /// The op the journal's first slot holds.
+    fn first_op(&self) -> Op {
+        self.snapshot.as_ref().map_or(Op::ZERO, Snapshot::op).next()
+    }
+
     pub fn journal(&mut self, entry: Entry) {
-        let index = usize::try_from(entry.op.0 - 1).expect("fits");
+        assert!(entry.op >= self.first_op(), "never below the checkpoint");
+        let index = usize::try_from(entry.op.0 - self.first_op().0).expect("fits");
         assert!(
             index <= self.volatile.len(),
             "the journal is written without holes"
@@ -30,8 +40,32 @@ impl Disk {
         self.volatile.push(entry);
     }
 
-    pub fn truncate_after(&mut self, op: consensus::Op) {
-        self.volatile.truncate(usize::try_from(op.0).expect("fits"));
+    pub fn truncate_after(&mut self, op: Op) {
+        assert!(op.next() >= self.first_op(), "never below the checkpoint");
+        let keep = usize::try_from(op.0 + 1 - self.first_op().0).expect("fits");
+        self.volatile.truncate(keep);
+    }
+
+    /// A checkpoint: the snapshot replaces the journal through its op, in
+    /// both images (atomic and durable).
+    pub fn checkpoint(&mut self, snapshot: Snapshot) {
+        let drop = usize::try_from(snapshot.op().0 + 1 - self.first_op().0).expect("fits");
+        assert!(
+            drop <= self.durable.len(),
+            "a checkpoint is of synced, applied ops"
+        );
+        self.volatile.drain(..drop.min(self.volatile.len()));
+        self.durable.drain(..drop);
+        self.snapshot = Some(snapshot);
+        self.blank = false;
+    }
+
+    /// State transfer: the snapshot replaces the whole journal.
+    pub fn install(&mut self, snapshot: Snapshot) {
+        self.volatile.clear();
+        self.durable.clear();
+        self.snapshot = Some(snapshot);
+        self.blank = false;
     }
 
     pub fn sync(&mut self) {
@@ -70,6 +104,7 @@ impl Disk {
         Durable {
             view: self.view,
             log_view: self.log_view,
+            snapshot: self.snapshot.clone(),
             entries: self.durable.clone(),
             uncertain: self.uncertain,
             blank: self.blank,

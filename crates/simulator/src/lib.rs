@@ -12,8 +12,10 @@ pub mod checker;
 pub mod disk;
 pub mod prng;
 
-use consensus::vsr::message::{Envelope, Request};
-use consensus::vsr::{Action, Durable, NotAdmitted, Timing, VsrReplica};
+use std::collections::BTreeMap;
+
+use consensus::vsr::message::{Envelope, Request, Snapshot};
+use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
 use consensus::{ClientId, Op, RequestNumber, View};
 
 use app::App;
@@ -59,6 +61,9 @@ pub struct Faults {
     pub corrupt_on_crash_per_million: u32,
     /// Chance that a crashed replica is wiped and restarted blank.
     pub wipe_on_crash_per_million: u32,
+    /// Checkpoint spacing and state chunk size (small, so that journals
+    /// are cut often and transfers take several chunks).
+    pub limits: Limits,
 }
 
 impl Faults {
@@ -73,6 +78,14 @@ impl Faults {
             partition_per_million: rng.below(5_000) as u32,
             corrupt_on_crash_per_million: rng.below(400_000) as u32,
             wipe_on_crash_per_million: rng.below(300_000) as u32,
+            limits: Limits {
+                // One run in four never checkpoints.
+                checkpoint_interval: match rng.below(4) {
+                    0 => 1 << 40,
+                    _ => 4 + rng.below(45),
+                },
+                state_chunk_max: 8 + rng.below(57) as usize,
+            },
         }
     }
 }
@@ -103,12 +116,61 @@ struct Node {
     restart_at: Option<u64>,
     /// This replica's clock error, in ticks (may be negative).
     skew_ticks: i64,
-    /// Identities of the ops this replica applied since it last booted
-    /// (a restart applies again from op 1).
+    /// Identities of the ops this replica applied since it last booted or
+    /// installed a checkpoint (a restart applies again from its checkpoint),
+    /// the first at op `applied_base + 1`.
     applied: Vec<u64>,
-    /// The service state those ops built, and each op's result.
+    applied_base: u64,
+    /// The service state those ops built, and each client's latest result
+    /// (what a retry is answered with), both kept by checkpoints.
     app: App,
-    results: std::collections::BTreeMap<Op, Vec<u8>>,
+    replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
+}
+
+impl Node {
+    /// The state a checkpoint keeps: the service state, then the replies.
+    ///
+    /// ```text
+    /// app (App::encode); count u16 LE; per client: id u128 LE, op u64 LE,
+    /// result length u8, result bytes
+    /// ```
+    fn encode_state(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.app.encode(&mut out);
+        let count = u16::try_from(self.replies.len()).expect("few clients");
+        out.extend_from_slice(&count.to_le_bytes());
+        for (client, (op, result)) in &self.replies {
+            out.extend_from_slice(&client.0.to_le_bytes());
+            out.extend_from_slice(&op.0.to_le_bytes());
+            out.push(u8::try_from(result.len()).expect("short results"));
+            out.extend_from_slice(result);
+        }
+        out
+    }
+
+    /// Restores what `encode_state` wrote (a checkpoint at boot or one a
+    /// state transfer installed).
+    fn restore(&mut self, snapshot: &Snapshot) {
+        let (app, mut rest) = App::decode(&snapshot.state).expect("a checkpoint decodes");
+        let mut replies = BTreeMap::new();
+        let (count, tail) = rest.split_at(2);
+        rest = tail;
+        for _ in 0..u16::from_le_bytes([count[0], count[1]]) {
+            let (id, tail) = rest.split_at(16);
+            let (op, tail) = tail.split_at(8);
+            let (&len, tail) = tail.split_first().expect("a length");
+            let (result, tail) = tail.split_at(usize::from(len));
+            let client = ClientId(u128::from_le_bytes(id.try_into().expect("16 bytes")));
+            let op = Op(u64::from_le_bytes(op.try_into().expect("8 bytes")));
+            replies.insert(client, (op, result.to_vec()));
+            rest = tail;
+        }
+        assert!(rest.is_empty(), "a checkpoint holds nothing else");
+        self.app = app;
+        self.replies = replies;
+        self.applied.clear();
+        self.applied_base = snapshot.op().0;
+    }
 }
 
 struct Packet {
@@ -183,12 +245,16 @@ impl Cluster {
         let nodes = (0..n)
             .map(|id| Node {
                 skew_ticks: skews[usize::from(id)],
-                replica: Some(VsrReplica::genesis(id, n, TIMING, nonces.next_u64() | 1)),
+                replica: Some(
+                    VsrReplica::genesis(id, n, TIMING, nonces.next_u64() | 1)
+                        .with_limits(faults.limits),
+                ),
                 disk: Disk::default(),
                 restart_at: None,
                 applied: Vec::new(),
+                applied_base: 0,
                 app: App::default(),
-                results: std::collections::BTreeMap::new(),
+                replies: BTreeMap::new(),
             })
             .collect();
         let clients = (0..options.clients)
@@ -275,10 +341,15 @@ impl Cluster {
             if node.restart_at.is_some_and(|at| at <= self.tick) {
                 node.restart_at = None;
                 let durable = node.disk.crash();
-                node.replica = Some(boot(id, self.options.replicas, durable, &mut self.nonces));
                 node.applied.clear();
+                node.applied_base = 0;
                 node.app = App::default();
-                node.results.clear();
+                node.replies.clear();
+                if let Some(snapshot) = &durable.snapshot {
+                    node.restore(snapshot);
+                }
+                let replica = boot(id, self.options.replicas, durable, &mut self.nonces);
+                node.replica = Some(replica.with_limits(self.faults.limits));
                 self.note(&format!("restart {id}"));
             }
         }
@@ -329,9 +400,17 @@ impl Cluster {
                 Action::Superblock { view, log_view } => node.disk.superblock(view, log_view),
                 Action::Uncertain(uncertain) => node.disk.uncertain(uncertain),
                 Action::Apply(entry) => {
+                    assert_eq!(
+                        entry.op.0,
+                        node.applied_base + node.applied.len() as u64 + 1,
+                        "ops are applied in order"
+                    );
                     node.applied.push(entry.identity);
                     let result = node.app.apply(&entry.body);
-                    node.results.insert(entry.op, result.clone());
+                    if entry.client.0 != 0 {
+                        node.replies
+                            .insert(entry.client, (entry.op, result.clone()));
+                    }
                     self.checker.applied(id, &entry, &result)?;
                 }
                 Action::Reply {
@@ -339,8 +418,32 @@ impl Cluster {
                     request,
                     op,
                 } => {
-                    let result = node.results.get(&op).cloned().unwrap_or_default();
+                    let result = match node.replies.get(&client) {
+                        Some((at, result)) if *at == op => result.clone(),
+                        _ => Vec::new(),
+                    };
                     self.replied(client, request, op, &result)?;
+                }
+                Action::Checkpoint(mut snapshot) => {
+                    snapshot.state = node.encode_state();
+                    let mut app = Vec::new();
+                    node.app.encode(&mut app);
+                    self.checker
+                        .checkpoint(id, snapshot.op(), &app, "checkpoint")?;
+                    node.disk.checkpoint(snapshot.clone());
+                    node.replica
+                        .as_mut()
+                        .expect("a replica performing actions is up")
+                        .checkpointed(snapshot);
+                }
+                Action::InstallSnapshot(snapshot) => {
+                    node.disk.install(snapshot.clone());
+                    node.restore(&snapshot);
+                    let mut app = Vec::new();
+                    node.app.encode(&mut app);
+                    self.checker
+                        .checkpoint(id, snapshot.op(), &app, "state transfer")?;
+                    self.note(&format!("{id} installed {:?}", snapshot.op()));
                 }
             }
         }
@@ -584,9 +687,10 @@ impl Cluster {
                     "final state: replica {id}'s service state differs from the sequential model"
                 )));
             }
-            if node.applied != history {
+            let base = usize::try_from(node.applied_base).expect("fits");
+            if history.get(base..) != Some(node.applied.as_slice()) {
                 return Err(Violation(format!(
-                    "final state: replica {id} applied {} ops, the committed history has {}, or they differ",
+                    "final state: replica {id} applied {} ops above its checkpoint at op {base}, the committed history has {}, or they differ",
                     node.applied.len(),
                     history.len()
                 )));

@@ -66,6 +66,40 @@ fn identity_of(op: Op, parent: u64, request: &Request, timestamp_us: u64) -> u64
     hash.finish()
 }
 
+/// The state of a group as of one committed op: what a checkpoint keeps
+/// instead of the journal below it, and what state transfer installs on a
+/// replica whose log ends below every peer's journal (replication spec
+/// §6.5). Equal ops give byte-equal snapshots on every replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The op the snapshot was taken at (committed), kept whole: the next
+    /// op chains onto its identity, and a DoViewChange always has a head.
+    pub entry: Entry,
+    /// The replicated client table as of `entry.op`: each client's latest
+    /// committed request and the op it committed at.
+    pub clients: Vec<(ClientId, RequestNumber, Op)>,
+    /// The state machine's own bytes (opaque here).
+    pub state: Vec<u8>,
+}
+
+impl Snapshot {
+    pub fn op(&self) -> Op {
+        self.entry.op
+    }
+
+    /// The checksum a transfer verifies the state bytes against.
+    pub fn state_checksum(&self) -> u64 {
+        checksum_of(&self.state)
+    }
+}
+
+/// XXH3-64 of a byte string (a state transfer's artifact checksum).
+pub fn checksum_of(bytes: &[u8]) -> u64 {
+    let mut hash = Xxh3Stream::new();
+    hash.update(bytes);
+    hash.finish()
+}
+
 /// A client's request as it reaches the primary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -117,6 +151,30 @@ pub enum Message {
     /// A journaled entry sent to repair a peer's log; taken only where it
     /// chains onto the receiver's head.
     RepairPrepare { view: View, entry: Entry },
+    /// An answer to RequestPrepares asking below what the sender keeps:
+    /// its journal starts at `oldest` (its checkpoint); older ops come only
+    /// by state transfer.
+    RangeEvicted { view: View, oldest: Op },
+    /// Asks for the sender's latest checkpoint.
+    RequestStateTransfer { view: View },
+    /// The checkpoint on offer: its op's entry and client table here, its
+    /// state as `len` bytes (checksum `checksum`) fetched chunk by chunk.
+    StateTransferTarget {
+        view: View,
+        entry: Entry,
+        clients: Vec<(ClientId, RequestNumber, Op)>,
+        len: u64,
+        checksum: u64,
+    },
+    /// Asks for the state bytes of the checkpoint at `op` from `offset`.
+    RequestStateChunk { view: View, op: Op, offset: u64 },
+    /// State bytes of the checkpoint at `op`, starting at `offset`.
+    StateChunk {
+        view: View,
+        op: Op,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 impl Message {
@@ -131,7 +189,12 @@ impl Message {
             | Message::RequestStartView { view, .. }
             | Message::ViewReport { view, .. }
             | Message::RequestPrepares { view, .. }
-            | Message::RepairPrepare { view, .. } => *view,
+            | Message::RepairPrepare { view, .. }
+            | Message::RangeEvicted { view, .. }
+            | Message::RequestStateTransfer { view }
+            | Message::StateTransferTarget { view, .. }
+            | Message::RequestStateChunk { view, .. }
+            | Message::StateChunk { view, .. } => *view,
         }
     }
 }

@@ -54,7 +54,7 @@ enum PlantedBug {
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::types::{ClientId, Op, Quorums, RequestNumber, View};
-use message::{Entry, Envelope, Message, ReplicaId};
+use message::{Entry, Envelope, Message, ReplicaId, Snapshot};
 
 /// A DoViewChange carries at most this many entries (replication spec
 /// §5.4), so no pipeline may be deeper than one less.
@@ -90,6 +90,26 @@ impl Default for Timing {
     }
 }
 
+/// How much a replica keeps and moves at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Committed ops between checkpoints: once this many ops above the last
+    /// checkpoint are applied, the state is snapshotted at the commit point
+    /// and the journal below it is dropped (replication spec §6.6).
+    pub checkpoint_interval: u64,
+    /// State bytes per StateChunk (replication spec §6.5).
+    pub state_chunk_max: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            checkpoint_interval: 1024 - 64,
+            state_chunk_max: 1 << 20,
+        }
+    }
+}
+
 /// What a replica asks its caller to do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -117,13 +137,25 @@ pub enum Action {
         request: RequestNumber,
         op: Op,
     },
+    /// Checkpoint: fill in the state machine's bytes as of the snapshot's
+    /// op (every Apply before this action ran, none after it), persist the
+    /// snapshot durably, drop the journal through its op, then hand it back
+    /// with [`VsrReplica::checkpointed`].
+    Checkpoint(Snapshot),
+    /// State transfer: replace the state machine with the snapshot's state
+    /// and the whole journal with nothing above its op, durably, before the
+    /// next action.
+    InstallSnapshot(Snapshot),
 }
 
-/// What survived a restart: the superblock and the journal (op 1 first).
+/// What survived a restart: the superblock, the latest checkpoint and the
+/// journal above it (the op after the checkpoint's first; op 1 first
+/// without one).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Durable {
     pub view: View,
     pub log_view: View,
+    pub snapshot: Option<Snapshot>,
     pub entries: Vec<Entry>,
     /// The head was marked uncertain and not yet repaired.
     pub uncertain: bool,
@@ -159,8 +191,17 @@ pub struct VsrReplica {
     status: Status,
     view: View,
     log_view: View,
-    /// `log[i]` holds op `i + 1`; all of it is durable.
+    limits: Limits,
+    /// `log[i]` holds op `log_start + i`; all of it is durable. Ops below
+    /// `log_start` are in the checkpoint, whose op `log_start` is.
     log: Vec<Entry>,
+    log_start: Op,
+    /// The latest checkpoint (taken here or installed by state transfer).
+    snapshot: Option<Snapshot>,
+    /// A checkpoint asked of the caller and not yet handed back.
+    checkpoint_pending: Option<Op>,
+    /// A state transfer under way (state_transfer.rs).
+    transfer: Option<state_transfer::Transfer>,
     commit_min: Op,
     commit_max: Op,
     /// Primary: who acknowledged each uncommitted op.
@@ -184,6 +225,8 @@ pub struct VsrReplica {
     probes_unanswered: u32,
     /// The last op asked for by the outstanding repair request.
     repair_until: Op,
+    /// The op the current repair works towards (a transfer resumes to it).
+    repair_target: Op,
     /// The journal held a damaged entry at boot: until a view's log is
     /// adopted and repaired, this replica never votes.
     uncertain: bool,
@@ -209,6 +252,7 @@ pub const REPAIR_CHUNK_MAX: u64 = 64;
 pub const PROBE_ATTEMPTS_MAX: u32 = 5;
 
 mod normal;
+mod state_transfer;
 mod view_change;
 
 impl VsrReplica {
@@ -224,17 +268,38 @@ impl VsrReplica {
         // replica acknowledged: keep the sound prefix and mark the head
         // uncertain, so the replica never votes on the shortened log
         // (replication spec §6.1, §6.3).
-        let sound = sound_prefix(&durable.entries);
-        let damaged = sound < durable.entries.len() && !planted(PlantedBug::NackCorruptEntry);
-        let uncertain = damaged || durable.uncertain || durable.blank;
         assert!(
-            !durable.blank || durable.entries.is_empty(),
+            !durable.blank || (durable.entries.is_empty() && durable.snapshot.is_none()),
             "a blank replica has no journal"
         );
+        // The log starts with the checkpoint's op (kept whole) or at op 1.
+        let (mut log, log_start) = match &durable.snapshot {
+            Some(snapshot) => {
+                assert!(snapshot.entry.is_sound(), "a checkpoint is written whole");
+                (vec![snapshot.entry.clone()], snapshot.op())
+            }
+            None => (Vec::new(), Op(1)),
+        };
+        log.append(&mut durable.entries);
+        let sound = sound_prefix(log_start, &log);
+        let damaged = sound < log.len() && !planted(PlantedBug::NackCorruptEntry);
+        let uncertain = damaged || durable.uncertain || durable.blank;
         let uncertain_persisted = durable.uncertain;
-        durable.entries.truncate(sound);
-        check_chain(&durable.entries);
-        let head = Op(durable.entries.len() as u64);
+        log.truncate(sound);
+        check_chain(log_start, &log);
+        let head = Op(log_start.0 - 1 + log.len() as u64);
+        // The checkpoint's state is the state machine's at boot.
+        let applied = durable.snapshot.as_ref().map_or(Op::ZERO, Snapshot::op);
+        let clients = durable
+            .snapshot
+            .as_ref()
+            .map(|s| {
+                s.clients
+                    .iter()
+                    .map(|&(client, request, op)| (client, (request, op)))
+                    .collect()
+            })
+            .unwrap_or_default();
         let single = n == 1;
         let replica = VsrReplica {
             id,
@@ -249,15 +314,20 @@ impl VsrReplica {
             },
             view: durable.view,
             log_view: durable.log_view,
-            log: durable.entries,
-            commit_min: Op::ZERO,
-            commit_max: if single { head } else { Op::ZERO },
+            limits: Limits::default(),
+            log,
+            log_start,
+            snapshot: durable.snapshot,
+            checkpoint_pending: None,
+            transfer: None,
+            commit_min: applied,
+            commit_max: if single { head } else { applied },
             acks: BTreeMap::new(),
             svc_votes: BTreeMap::new(),
             dvcs: BTreeMap::new(),
             dvc_sent: false,
             nonce,
-            clients: BTreeMap::new(),
+            clients,
             in_pipeline: BTreeSet::new(),
             ticks_since_heartbeat: 0,
             ticks_since_commit_sent: 0,
@@ -266,6 +336,7 @@ impl VsrReplica {
             ticks_oldest_uncommitted: 0,
             probes_unanswered: 0,
             repair_until: Op::ZERO,
+            repair_target: Op::ZERO,
             repair_source: None,
             uncertain,
             uncertain_persisted,
@@ -285,8 +356,26 @@ impl VsrReplica {
         replica
     }
 
+    /// Sets how often to checkpoint and how much state one chunk moves.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        assert!(limits.checkpoint_interval > 0, "checkpoints are spaced");
+        assert!(limits.state_chunk_max > 0, "chunks carry bytes");
+        self.limits = limits;
+        self
+    }
+
     pub fn id(&self) -> ReplicaId {
         self.id
+    }
+
+    /// The op of the latest checkpoint (0 without one).
+    pub fn checkpoint_op(&self) -> Op {
+        self.snapshot.as_ref().map_or(Op::ZERO, Snapshot::op)
+    }
+
+    /// Whether a state transfer is under way.
+    pub fn is_transferring(&self) -> bool {
+        self.transfer.is_some()
     }
 
     /// Whether the head is uncertain (damage found at boot, not yet
@@ -308,7 +397,7 @@ impl VsrReplica {
     }
 
     pub fn head(&self) -> Op {
-        Op(self.log.len() as u64)
+        Op(self.log_start.0 - 1 + self.log.len() as u64)
     }
 
     pub fn commit_max(&self) -> Op {
@@ -322,8 +411,28 @@ impl VsrReplica {
 
     /// The entry at `op`, if the log holds it.
     pub fn entry(&self, op: Op) -> Option<&Entry> {
-        let index = usize::try_from(op.0.checked_sub(1)?).ok()?;
+        let index = usize::try_from(op.0.checked_sub(self.log_start.0)?).ok()?;
         self.log.get(index)
+    }
+
+    /// How many log entries lie at or below `op` (ops from `log_start`).
+    fn entries_through(&self, op: Op) -> usize {
+        assert!(
+            op.0 + 1 >= self.log_start.0,
+            "the checkpoint's op is never cut"
+        );
+        usize::try_from(op.0 + 1 - self.log_start.0)
+            .expect("fits")
+            .min(self.log.len())
+    }
+
+    /// Cuts the in-memory log above `op` (the caller journals the cut).
+    fn cut_log_after(&mut self, op: Op) {
+        assert!(op >= self.commit_min, "applied ops are never cut");
+        let before = self.head();
+        let keep = self.entries_through(op);
+        self.log.truncate(keep);
+        assert_eq!(self.head(), before.min(op), "nothing above op is left");
     }
 
     pub fn primary_of(&self, view: View) -> ReplicaId {
@@ -389,15 +498,31 @@ impl VsrReplica {
         );
         assert!(self.log_view <= self.view, "log_view <= view");
         assert!(self.commit_min <= self.head(), "applied ops are in the log");
+        assert!(
+            self.log_start <= self.commit_min.max(Op(1)),
+            "the journal starts at or below the commit point"
+        );
+        assert!(
+            self.log_start == Op(1) || self.log.first().map(|e| e.op) == Some(self.log_start),
+            "a checkpointed log keeps the checkpoint's op"
+        );
+        assert_eq!(
+            self.checkpoint_op().max(Op(1)),
+            self.log_start,
+            "the log starts at the checkpoint"
+        );
     }
 }
 
-/// How many leading entries are sound: at their op, chained, and with an
-/// identity that matches their content.
-fn sound_prefix(entries: &[Entry]) -> usize {
-    let mut parent = 0;
+/// How many leading entries are sound: at their op (the first at
+/// `start`), chained, and with an identity that matches their content.
+fn sound_prefix(start: Op, entries: &[Entry]) -> usize {
+    let mut parent = entries.first().map_or(0, |e| e.parent);
+    if start == Op(1) {
+        parent = 0;
+    }
     for (index, entry) in entries.iter().enumerate() {
-        if entry.op != Op(index as u64 + 1) || entry.parent != parent || !entry.is_sound() {
+        if entry.op != Op(start.0 + index as u64) || entry.parent != parent || !entry.is_sound() {
             return index;
         }
         parent = entry.identity;
@@ -405,11 +530,19 @@ fn sound_prefix(entries: &[Entry]) -> usize {
     entries.len()
 }
 
-/// Every entry sits at its op and names the one below as its parent.
-fn check_chain(entries: &[Entry]) {
-    let mut parent = 0;
+/// Every entry sits at its op (the first at `start`) and names the one
+/// below as its parent (op 1 names none).
+fn check_chain(start: Op, entries: &[Entry]) {
+    let mut parent = entries.first().map_or(0, |e| e.parent);
+    if start == Op(1) {
+        parent = 0;
+    }
     for (index, entry) in entries.iter().enumerate() {
-        assert_eq!(entry.op, Op(index as u64 + 1), "entries sit at their op");
+        assert_eq!(
+            entry.op,
+            Op(start.0 + index as u64),
+            "entries sit at their op"
+        );
         assert_eq!(entry.parent, parent, "entries chain by parent identity");
         parent = entry.identity;
     }

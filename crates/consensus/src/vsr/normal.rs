@@ -82,6 +82,11 @@ impl VsrReplica {
             Message::RepairPrepare { view, entry } => {
                 self.on_repair_prepare(from, view, entry, &mut actions)
             }
+            message @ (Message::RangeEvicted { .. }
+            | Message::RequestStateTransfer { .. }
+            | Message::StateTransferTarget { .. }
+            | Message::RequestStateChunk { .. }
+            | Message::StateChunk { .. }) => self.on_transfer_message(from, message, &mut actions),
             other => self.on_view_message(from, other, &mut actions),
         }
         self.check_invariants();
@@ -235,9 +240,10 @@ impl VsrReplica {
         actions: &mut Vec<Action>,
     ) {
         let first = self.head().next();
-        if first > to || peer == self.id {
+        if first > to || peer == self.id || self.transfer.is_some() {
             return;
         }
+        self.repair_target = to;
         let outstanding = self.repair_until >= first
             && self.repair_source == Some((peer, peer_view))
             && self.ticks_since_repair < self.timing.retransmit_interval;
@@ -278,6 +284,7 @@ impl VsrReplica {
                     op,
                 });
             }
+            self.maybe_checkpoint(actions);
         }
     }
 
@@ -291,6 +298,15 @@ impl VsrReplica {
         actions: &mut Vec<Action>,
     ) {
         if self.status == Status::Recovering || first == Op::ZERO {
+            return;
+        }
+        if first < self.log_start {
+            // Below our checkpoint: the peer needs a state transfer.
+            let evicted = Message::RangeEvicted {
+                view: self.view,
+                oldest: self.log_start,
+            };
+            self.send(actions, from, evicted);
             return;
         }
         let last = to
@@ -347,6 +363,7 @@ impl VsrReplica {
     pub fn on_tick(&mut self) -> Vec<Action> {
         let mut actions = Vec::new();
         self.ticks_since_repair = self.ticks_since_repair.saturating_add(1);
+        self.tick_transfer(&mut actions);
         match self.status {
             Status::Normal if self.primary_of(self.view) == self.id => {
                 self.tick_primary(&mut actions)

@@ -42,15 +42,17 @@ impl Group {
     }
 
     fn perform(&mut self, id: u8, actions: Vec<Action>) {
-        let journal = &mut self.journals[usize::from(id)];
         for action in actions {
+            let journal = &mut self.journals[usize::from(id)];
+            // Journal slots hold the ops above the checkpoint.
+            let base = journal.snapshot.as_ref().map_or(0, |s| s.op().0);
             match action {
                 Action::Send(envelope) => self.queue.push_back(envelope),
                 Action::Journal(entry) => {
-                    journal.entries.truncate(entry.op.0 as usize - 1);
+                    journal.entries.truncate((entry.op.0 - base - 1) as usize);
                     journal.entries.push(entry);
                 }
-                Action::TruncateAfter(op) => journal.entries.truncate(op.0 as usize),
+                Action::TruncateAfter(op) => journal.entries.truncate((op.0 - base) as usize),
                 Action::Sync => {}
                 Action::Superblock { view, log_view } => {
                     journal.view = view;
@@ -63,6 +65,31 @@ impl Group {
                     request,
                     op,
                 } => self.replies.push((client, request, op)),
+                Action::Checkpoint(mut snapshot) => {
+                    // The state machine here is the list of applied ops.
+                    let applied = &self.applied[usize::from(id)];
+                    assert_eq!(
+                        applied.last(),
+                        Some(&snapshot.op()),
+                        "taken at the commit point"
+                    );
+                    snapshot.state = applied.iter().flat_map(|op| op.0.to_le_bytes()).collect();
+                    journal.entries.drain(..(snapshot.op().0 - base) as usize);
+                    journal.snapshot = Some(snapshot.clone());
+                    self.replicas[usize::from(id)]
+                        .as_mut()
+                        .expect("up")
+                        .checkpointed(snapshot);
+                }
+                Action::InstallSnapshot(snapshot) => {
+                    journal.entries.clear();
+                    self.applied[usize::from(id)] = snapshot
+                        .state
+                        .chunks(8)
+                        .map(|word| Op(u64::from_le_bytes(word.try_into().expect("8 bytes"))))
+                        .collect();
+                    journal.snapshot = Some(snapshot);
+                }
             }
         }
     }
@@ -110,7 +137,16 @@ impl Group {
     fn restart(&mut self, id: u8, nonce: u64) {
         let n = self.replicas.len() as u8;
         let durable = self.journals[usize::from(id)].clone();
-        self.applied[usize::from(id)].clear();
+        self.applied[usize::from(id)] = durable
+            .snapshot
+            .as_ref()
+            .map(|s| {
+                s.state
+                    .chunks(8)
+                    .map(|word| Op(u64::from_le_bytes(word.try_into().expect("8 bytes"))))
+                    .collect()
+            })
+            .unwrap_or_default();
         self.replicas[usize::from(id)] = Some(VsrReplica::boot(id, n, TIMING, durable, nonce));
     }
 }
@@ -278,4 +314,122 @@ fn given_a_wiped_replica_when_only_the_primary_answers_should_not_adopt_its_view
     );
     assert!(!replica.is_uncertain());
     assert_eq!(replica.head(), Op(1), "and refilled the log");
+}
+
+const SMALL: Limits = Limits {
+    checkpoint_interval: 4,
+    state_chunk_max: 20,
+};
+
+impl Group {
+    fn with_limits(n: u8, limits: Limits) -> Group {
+        let mut group = Group::new(n);
+        for replica in &mut group.replicas {
+            let taken = replica.take().expect("up");
+            *replica = Some(taken.with_limits(limits));
+        }
+        group
+    }
+}
+
+#[test]
+fn given_a_checkpoint_interval_when_ops_commit_should_checkpoint_and_drop_the_journal_below() {
+    let mut group = Group::with_limits(3, SMALL);
+    for number in 1..=6 {
+        group.request(0, 7, number).unwrap();
+    }
+    group.tick(3);
+    for id in 0..3 {
+        let replica = group.replica(id);
+        assert_eq!(
+            replica.checkpoint_op(),
+            Op(4),
+            "replica {id} checkpointed at op 4"
+        );
+        assert!(replica.entry(Op(3)).is_none(), "the journal below is gone");
+        assert!(
+            replica.entry(Op(4)).is_some(),
+            "the checkpoint's op is kept"
+        );
+        assert_eq!(replica.head(), Op(6));
+        let journal = &group.journals[usize::from(id)];
+        assert_eq!(journal.entries.len(), 2, "ops 5 and 6 above the checkpoint");
+    }
+}
+
+#[test]
+fn given_a_backup_behind_every_journal_when_it_returns_should_catch_up_by_state_transfer() {
+    let mut group = Group::with_limits(3, SMALL);
+    group.request(0, 7, 1).unwrap();
+    group.tick(3);
+    group.isolated[2] = true;
+    for number in 2..=11 {
+        group.request(0, 7, number).unwrap();
+    }
+    assert!(group.replica(0).checkpoint_op() >= Op(8));
+    group.isolated[2] = false;
+    group.tick(30);
+    let backup = group.replica(2);
+    assert_eq!(backup.head(), Op(11), "caught up");
+    assert_eq!(backup.commit_min(), Op(11));
+    assert!(
+        backup.checkpoint_op() >= Op(8),
+        "by installing a checkpoint"
+    );
+    assert_eq!(
+        group.applied[2],
+        (1..=11).map(Op).collect::<Vec<_>>(),
+        "its state is every op's, in order (the transferred state, then repair)"
+    );
+    assert!(!backup.is_transferring());
+    // The installed checkpoint survives a restart.
+    group.restart(2, 42);
+    assert_eq!(
+        group.replica(2).commit_min(),
+        group.replica(2).checkpoint_op()
+    );
+    group.tick(30);
+    assert_eq!(group.replica(2).status(), Status::Normal);
+    assert_eq!(group.replica(2).commit_min(), Op(11));
+}
+
+#[test]
+fn given_a_retry_after_state_transfer_when_the_new_primary_answers_should_use_the_transferred_table()
+ {
+    let mut group = Group::with_limits(3, SMALL);
+    group.isolated[2] = true;
+    group.request(0, 5, 1).unwrap();
+    for number in 1..=8 {
+        group.request(0, 7, number).unwrap();
+    }
+    group.isolated[2] = false;
+    group.tick(30);
+    assert!(group.replica(2).checkpoint_op() >= Op(8));
+    // Replica 0 goes away (1 leads view 1), comes back; then 1 goes away,
+    // so 2, whose table came by transfer, leads view 2.
+    group.isolated[0] = true;
+    group.tick(80);
+    group.isolated[0] = false;
+    group.tick(20);
+    group.isolated[1] = true;
+    group.tick(80);
+    let primary = 2;
+    assert!(group.replica(primary).is_primary(), "2 leads");
+    let before = group.replicas[usize::from(primary)]
+        .as_ref()
+        .expect("up")
+        .head();
+    // Client 5's only request committed at op 1, below the checkpoint
+    // replica 2 installed: only the transferred table knows it.
+    group.request(primary, 5, 1).unwrap();
+    assert_eq!(
+        group.replies.last(),
+        Some(&(ClientId(5), RequestNumber(1), Op(1))),
+        "the retry of a committed request is answered with its op"
+    );
+    assert_eq!(
+        group.replica(primary).head(),
+        before,
+        "and not prepared again"
+    );
 }

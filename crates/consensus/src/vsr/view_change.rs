@@ -236,28 +236,44 @@ impl VsrReplica {
         self.apply_committed(actions);
     }
 
-    /// The canonical log: our own entries below the canonical suffix
-    /// (which must chain into them), then the suffix. `None` when our log
-    /// does not reach the suffix's parent.
+    /// The canonical log from our `log_start` on: our own entries below
+    /// the canonical suffix (which must chain into them), then the suffix.
+    /// A suffix reaching down to our checkpoint must hold the checkpoint's
+    /// op (committed, so in every view's log). `None` when our log does not
+    /// reach the suffix's parent, or the suffix does not reach our
+    /// checkpoint.
     fn merge(&self, canonical: &Dvc) -> Option<Vec<Entry>> {
-        let mut suffix: Vec<Entry> = canonical.entries.iter().rev().cloned().collect();
+        let suffix: Vec<Entry> = canonical.entries.iter().rev().cloned().collect();
         let first = suffix.first().map_or(canonical.head.next(), |e| e.op);
-        let below = first.0 - 1;
-        let prefix_end = usize::try_from(below).expect("fits");
-        if self.log.len() < prefix_end {
-            return None;
-        }
-        let parent = if below == 0 {
-            0
+        let checkpointed = self.checkpoint_op() > Op::ZERO;
+        let merged = if !checkpointed && first == Op(1) {
+            suffix
+        } else if first <= self.log_start {
+            let skip = usize::try_from(self.log_start.0 - first.0).expect("fits");
+            let at_checkpoint = suffix.get(skip)?;
+            if at_checkpoint.identity != self.log[0].identity {
+                return None;
+            }
+            suffix[skip..].to_vec()
         } else {
-            self.log[prefix_end - 1].identity
+            let below = Op(first.0 - 1);
+            if self.head() < below {
+                return None;
+            }
+            let keep = self.entries_through(below);
+            let parent = self.log[keep - 1].identity;
+            if suffix.first().is_some_and(|e| e.parent != parent) {
+                return None;
+            }
+            let mut merged = self.log[..keep].to_vec();
+            merged.extend(suffix);
+            merged
         };
-        if suffix.first().is_some_and(|e| e.parent != parent) {
-            return None;
-        }
-        let mut merged = self.log[..prefix_end].to_vec();
-        merged.append(&mut suffix);
-        check_chain(&merged);
+        check_chain(self.log_start, &merged);
+        assert!(
+            merged.first().is_none_or(|e| e.op == self.log_start),
+            "a merged log starts where ours does"
+        );
         Some(merged)
     }
 
@@ -270,11 +286,12 @@ impl VsrReplica {
             .zip(&merged)
             .take_while(|(a, b)| a.identity == b.identity)
             .count();
+        let kept = Op(self.log_start.0 - 1 + same as u64);
         assert!(
-            Op(same as u64) >= self.commit_min,
+            kept >= self.commit_min,
             "a view's log never drops an op applied here"
         );
-        actions.push(Action::TruncateAfter(Op(same as u64)));
+        actions.push(Action::TruncateAfter(kept));
         for entry in &merged[same..] {
             actions.push(Action::Journal(entry.clone()));
         }
@@ -312,6 +329,10 @@ impl VsrReplica {
         if recovering && nonce != self.nonce && view <= self.view {
             return; // an answer to another boot's probe
         }
+        // A primary answered: the group is alive, whether or not we can
+        // adopt its view yet (a long repair or transfer is no reason to
+        // take the group for restarted and start voting).
+        self.probes_unanswered = 0;
         if self.blank && !self.may_adopt_blank(view, nonce) {
             return;
         }
@@ -338,15 +359,14 @@ impl VsrReplica {
             }
             if self.head() > self.commit_min {
                 self.persist_uncertainty(actions);
-                self.log
-                    .truncate(usize::try_from(self.commit_min.0).expect("fits"));
+                self.cut_log_after(self.commit_min);
                 actions.push(Action::TruncateAfter(self.commit_min));
                 actions.push(Action::Sync);
             }
             self.request_repair(from, view, head, actions);
             return;
         };
-        if merged.len() < self.commit_min.0 as usize {
+        if self.log_start.0 - 1 + (merged.len() as u64) < self.commit_min.0 {
             return;
         }
         self.view = view;
@@ -368,7 +388,9 @@ impl VsrReplica {
         self.in_pipeline.clear();
         self.ticks_since_heartbeat = 0;
         self.commit_max = self.commit_max.max(commit);
-        for op in (commit.0 + 1)..=self.head().0 {
+        // Ops below our checkpoint are not ours to acknowledge (we hold
+        // only their state).
+        for op in (commit.0 + 1).max(self.log_start.0)..=self.head().0 {
             let identity = self.entry(Op(op)).expect("held").identity;
             self.acknowledge(Op(op), identity, actions);
         }
@@ -464,7 +486,7 @@ impl VsrReplica {
             return;
         }
         self.ticks_since_heartbeat = 0;
-        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && self.uncertain {
+        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && self.uncertain && !self.blank {
             // Nobody answers (the group may be in an older view than ours,
             // persisted before a crash): ask the others to move to a newer
             // one. A vote to leave carries no log, so an uncertain replica
