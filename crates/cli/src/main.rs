@@ -31,6 +31,11 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    if let Some(Command::Message(args::MessageAction::Poll(poll))) = &cli.command
+        && poll.missing_strategy()
+    {
+        return poll_usage_error(args::message::MISSING_STRATEGY);
+    }
     if let Some(shell) = cli.global.generate {
         print_completion(shell);
         return ExitCode::SUCCESS;
@@ -78,6 +83,22 @@ fn main() -> ExitCode {
             ExitCode::from(error.exit_code())
         }
     }
+}
+
+/// A usage error found after parsing (`message poll` without a strategy),
+/// printed the way clap prints its own.
+fn poll_usage_error(message: &str) -> ExitCode {
+    let mut command = Cli::command();
+    command.build();
+    let poll = command
+        .find_subcommand_mut("message")
+        .and_then(|m| m.find_subcommand_mut("poll"));
+    if let Some(poll) = poll {
+        let _ = poll
+            .error(clap::error::ErrorKind::MissingRequiredArgument, message)
+            .print();
+    }
+    ExitCode::from(2)
 }
 
 fn print_completion(shell: clap_complete::Shell) {

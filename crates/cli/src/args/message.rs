@@ -83,8 +83,10 @@ pub struct SendArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("polling_strategy").required(true).args(["offset", "first", "last", "next", "timestamp"])))]
+#[command(group(clap::ArgGroup::new("polling_strategy").args(["offset", "first", "last", "next"])))]
 pub struct PollArgs {
+    // One strategy is required; the check lives in `PollArgs::missing_strategy`
+    // so that the usage error keeps the reference's group text.
     /// Stream ID from which messages will be polled
     #[arg(value_parser = parse::identifier)]
     pub stream_id: Identifier,
@@ -113,7 +115,7 @@ pub struct PollArgs {
     pub next: bool,
     /// [addition] Polling strategy - messages at or after a time: microseconds,
     /// RFC 3339 or relative to now (-5m)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "polling_strategy")]
     pub timestamp: Option<String>,
     /// Regular consumer which will poll messages
     #[arg(short = 'c', long, default_value = "0", value_parser = parse::identifier)]
@@ -130,4 +132,14 @@ pub struct PollArgs {
     /// [addition] Wait between empty polls with --follow
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pub poll_interval: std::time::Duration,
+}
+
+/// The usage error the reference prints when no polling strategy is given.
+pub const MISSING_STRATEGY: &str =
+    "the following required arguments were not provided:\n  <--offset <OFFSET>|--first|--last|--next>";
+
+impl PollArgs {
+    pub fn missing_strategy(&self) -> bool {
+        self.offset.is_none() && !self.first && !self.last && !self.next && self.timestamp.is_none()
+    }
 }

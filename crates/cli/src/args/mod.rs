@@ -95,6 +95,7 @@ pub enum Command {
     #[command(subcommand, visible_alias = "sess")]
     Session(SessionAction),
     /// print a shell completion script (same as --generate)
+    #[command(hide = true)]
     Completion(system::CompletionArgs),
 }
 
