@@ -77,11 +77,13 @@ pub struct OutgoingMessage {
     pub payload: String,
 }
 
-/// A polled message as an agent reads it.
+/// A polled message as an agent reads it. The 128-bit id is a decimal
+/// string: JSON numbers past 2^64 (and past 2^53 in many clients) lose
+/// digits.
 #[derive(Debug, Serialize)]
 struct PolledMessage {
     offset: u64,
-    id: u128,
+    id: String,
     timestamp: u64,
     origin_timestamp: u64,
     checksum: u64,
@@ -240,7 +242,7 @@ fn poll_reply(polled: PolledMessages) -> PollReply {
             let payload_base64 = text.is_none().then(|| base64.encode(&message.payload));
             PolledMessage {
                 offset: message.header.offset,
-                id: message.header.id,
+                id: message.header.id.to_string(),
                 timestamp: message.header.timestamp,
                 origin_timestamp: message.header.origin_timestamp,
                 checksum: message.header.checksum,
