@@ -176,12 +176,17 @@ impl McpStdio {
     /// Closes stdin and waits for a clean exit.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(std::mem::replace(&mut self.stdin, spare_stdin()));
+        self.wait_for_exit()
+    }
+
+    /// Waits for the process to end by itself.
+    pub fn wait_for_exit(&mut self) -> std::process::ExitStatus {
         let deadline = Instant::now() + REPLY_TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "iggy-mcp did not exit on EOF");
+            assert!(Instant::now() < deadline, "iggy-mcp did not exit");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

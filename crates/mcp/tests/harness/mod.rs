@@ -30,6 +30,11 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn start() -> TestServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra `IGGY_*` variables (e.g. TLS switches).
+    pub fn start_with(env: &[(&str, &str)]) -> TestServer {
         let workdir = tempfile::tempdir().unwrap();
         let log = std::fs::File::create(workdir.path().join("server.out")).unwrap();
         let mut command = Command::new(server_binary());
@@ -47,7 +52,8 @@ impl TestServer {
             .env("IGGY_ROOT_PASSWORD", ROOT_PASSWORD)
             .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
             .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
-            .env("RUST_LOG", "warn");
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied());
         let child = command.spawn().unwrap();
         let dump_path = workdir
             .path()
