@@ -126,3 +126,75 @@ fn given_neither_password_nor_token_when_loading_should_refuse() {
     let error = Config::load_from(env_of(&[("IGGY_MCP_IGGY_PASSWORD", "")])).unwrap_err();
     assert!(error.to_string().contains("iggy.token"), "{error}");
 }
+
+#[test]
+fn given_the_example_file_when_loading_should_match_the_defaults() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml");
+    let config = Config::load_from(env_of(&[(CONFIG_PATH_ENV, path)])).unwrap();
+    let defaults = Config::default();
+    assert_eq!(config.transport, defaults.transport);
+    assert_eq!(config.permissions, defaults.permissions);
+    assert_eq!(config.iggy.address, defaults.iggy.address);
+    assert_eq!(config.http.address, defaults.http.address);
+    assert!(config.iggy.tls.validate_certificate);
+}
+
+#[test]
+fn given_a_file_in_the_reference_layout_when_loading_should_accept_it_and_name_what_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reference.toml");
+    std::fs::write(
+        &path,
+        r#"
+transport = "stdio"
+[http]
+address = "127.0.0.1:8082"
+path = "/mcp"
+[http.cors]
+enabled = false
+allowed_origins = ["*"]
+[http.tls]
+enabled = false
+cert_file = "cert.pem"
+[iggy]
+address = "localhost:8090"
+username = "iggy"
+password = "iggy"
+token = ""
+consumer = "iggy-mcp"
+[iggy.tls]
+enabled = false
+ca_file = "ca.pem"
+domain = ""
+[permissions]
+create = true
+read = true
+update = true
+delete = true
+[telemetry]
+enabled = false
+"#,
+    )
+    .unwrap();
+    let config = Config::load_from(env_of(&[(CONFIG_PATH_ENV, path.to_str().unwrap())])).unwrap();
+    assert!(config.permissions.delete);
+    assert_eq!(config.iggy.address, "localhost:8090");
+    assert_eq!(
+        config.ignored_sections(),
+        ["telemetry", "http.cors", "http.tls"]
+    );
+}
+
+#[test]
+fn given_http_tls_enabled_when_loading_should_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.toml");
+    std::fs::write(
+        &path,
+        "transport = \"http\"\n[http]\ntoken = \"t\"\n[http.tls]\nenabled = true\n",
+    )
+    .unwrap();
+    let error =
+        Config::load_from(env_of(&[(CONFIG_PATH_ENV, path.to_str().unwrap())])).unwrap_err();
+    assert!(error.to_string().contains("http.tls"), "{error}");
+}
