@@ -57,15 +57,12 @@ fn initialize_params() -> Value {
 
 /// An `iggy-mcp` command aimed at `server` over TCP as root, with extra
 /// `IGGY_MCP_*` variables.
-pub fn mcp_command(server: &TestServer, env: &[(&str, &str)]) -> (Command, PathBuf) {
-    let log = tempfile::Builder::new()
-        .prefix("iggy-mcp-")
-        .suffix(".log")
-        .tempfile()
-        .unwrap()
-        .into_temp_path()
-        .keep()
-        .unwrap();
+pub fn mcp_command(server: &TestServer, env: &[(&str, &str)]) -> (Command, LogFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogFile {
+        path: dir.path().join("iggy-mcp.log"),
+        _dir: dir,
+    };
     let mut command = Command::new(mcp_binary());
     clear_iggy_env(&mut command);
     command
@@ -74,8 +71,20 @@ pub fn mcp_command(server: &TestServer, env: &[(&str, &str)]) -> (Command, PathB
         .env("IGGY_MCP_IGGY_PASSWORD", ROOT_PASSWORD)
         .env("RUST_LOG", "info")
         .envs(env.iter().copied())
-        .stderr(std::fs::File::create(&log).unwrap());
+        .stderr(std::fs::File::create(&log.path).unwrap());
     (command, log)
+}
+
+/// Where a child's stderr goes; removed with the client.
+pub struct LogFile {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LogFile {
+    fn read(&self) -> String {
+        std::fs::read_to_string(&self.path).unwrap_or_default()
+    }
 }
 
 /// `iggy-mcp` over stdio; killed on drop.
@@ -84,7 +93,7 @@ pub struct McpStdio {
     stdin: ChildStdin,
     lines: Receiver<String>,
     next_id: u64,
-    log: PathBuf,
+    log: LogFile,
 }
 
 impl McpStdio {
@@ -117,7 +126,7 @@ impl McpStdio {
 
     /// What `iggy-mcp` wrote to stderr.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.log.read()
     }
 
     pub fn send(&mut self, message: &Value) {
@@ -215,7 +224,7 @@ pub struct McpHttp {
     token: String,
     session: Option<String>,
     next_id: u64,
-    log: PathBuf,
+    log: LogFile,
 }
 
 /// One HTTP response: status, headers (lower-cased names) and body.
@@ -275,7 +284,7 @@ impl McpHttp {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.log.read()
     }
 
     /// Reads `listening on http://ADDR/PATH` from the log.
