@@ -202,7 +202,8 @@ fn message_json(partition_id: u32, m: &IggyMessage) -> serde_json::Value {
         "offset": m.header.offset,
         "timestamp": m.header.timestamp,
         "origin_timestamp": m.header.origin_timestamp,
-        "id": m.header.id,
+        // u128 does not fit a JSON number; the id travels as decimal text.
+        "id": m.header.id.to_string(),
         "checksum": m.header.checksum,
         "payload": payload,
         "payload_encoding": encoding,
