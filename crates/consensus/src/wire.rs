@@ -1,0 +1,1451 @@
+//! The replica wire (replication spec §3): how a [`Message`] between two
+//! replicas of one group travels as bytes. A frame is a 256-byte header
+//! then `size - 256` body bytes, little-endian, sharing the client frames'
+//! 128-byte prefix (binary-protocol spec §4.1). Pure: no I/O.
+//!
+//! A TCP reader reads 256 bytes, learns the frame's length from
+//! [`frame_size`] (which checks the seal and the size limit first, so a
+//! corrupt header never makes it wait for or buffer a bogus body), reads
+//! the body and calls [`decode`]. Decoding never panics, allocates nothing
+//! before the seal, size and body checksum hold, and then only for what the
+//! frame holds (see [`decode`]). Every frame decodes to one value and every
+//! value encodes to one frame: unused bytes must be zero.
+//!
+//! ```text
+//! prefix (every frame)
+//!   0 u128 checksum       XXH3-64 of bytes 16..256 (the seal), zero-extended;
+//!                         Prepare/RepairPrepare: low 64 = entry identity,
+//!                         high 64 = the seal
+//!  16 u128 checksum_body  XXH3-64 of the body (also when empty), zero-extended
+//!  32 u128 cluster        48 u32 size (256 + body)    52 u32 view (message's)
+//!  56 u32  release = 0    60 u8 command               61 u8 replica (sender)
+//!  62..128 zero
+//! per command, bytes 128..256 (u64 unless marked; "u128>64" = a spec u128
+//! holding our u64, high half zero; (ours) = not in the spec table)
+//!   6 Prepare      128 u128 client  144 u128>64 parent  176 op  184 commit
+//!                  192 timestamp_us  200 request  216 group  228 incarnation
+//!                  236 u32 entry view (ours)           body = entry body
+//!  19 RepairPrepare  as Prepare, commit = 0
+//!   7 PrepareOk    144 u128>64 identity  160 op  200 group  208 incarnation
+//!   9 Commit       152 commit  168 group  208 incarnation
+//!  10 StartViewChange  128 group  208 incarnation
+//!  11 DoViewChange 128 head  136 commit  144 group  152 u32 log_view
+//!                  208 incarnation   body = <= 128 entry records, head first
+//!  12 StartView    128 head  136 commit  144 group  208 incarnation
+//!                  240 u128>64 nonce               body = entry records
+//!  17 RequestStartView  128 group  136 u8 blank (0/1)  137 u8 reply = 0
+//!                  208 incarnation  240 u128>64 nonce
+//!  17 ViewReport   as RequestStartView with reply = 1, blank = 0
+//!  18 RequestPrepares  144 from  152 to  160 group  208 incarnation
+//!  21 RangeEvicted 144 oldest  152 group  208 incarnation
+//!  22 RequestStateTransfer  152 group  208 incarnation
+//!  23 StateTransferTarget  144 commit_op (= entry op)  152 group
+//!                  160 u8 available = 1  176 state len (ours)
+//!                  184 state checksum (ours)  208 incarnation
+//!                  body = one entry record, then client records
+//!  24 RequestStateChunk  144 offset  152 group  168 op (ours)  208 incarnation
+//!  25 StateChunk   144 offset  152 group  168 op (ours)  208 incarnation
+//!                  body = the state bytes
+//! entry record (64 bytes, then its body)
+//!   0 op  8 u32 view  12 u32 body_len  16 parent  24 identity  32 u128 client
+//!  48 request  56 timestamp_us  64.. body_len bytes of body
+//! client record (32 bytes): 0 u128 client  16 request  24 op
+//! ```
+//!
+//! Spec fields we have no value for stay zero: Prepare's request_checksum
+//! (160), operation (208) and user_id (224); Commit's commit_checksum (128)
+//! and timestamp_monotonic (144); DoViewChange's uncertain (156) and
+//! bitsets (224, 240); every `nonce@128`; StateTransferTarget's
+//! unavailable_transient (161) and commit_max (168); RequestStateChunk's
+//! len (160) and artifact (164) and StateChunk's artifact (160) (the state
+//! is the only artifact). A prepare's identity is ours (`Entry::identity`,
+//! a hash of its content), not the spec's header hash; the seal does not
+//! cover it (spec §3), and the replica drops an entry whose identity does
+//! not match its content (`Entry::is_sound`) on receipt.
+
+use protocol::checksum::xxh3_64;
+use protocol::header::{COMMAND_OFFSET, HEADER_SIZE, SIZE_OFFSET};
+use thiserror::Error;
+
+use crate::types::{ClientId, Op, REPLICAS_MAX, RequestNumber, View};
+use crate::vsr::DVC_ENTRIES_MAX;
+use crate::vsr::message::{Entry, Message, ReplicaId};
+
+/// Bytes of an entry record's fixed part in a DoViewChange, StartView or
+/// StateTransferTarget body; its body follows.
+pub const ENTRY_RECORD_SIZE: usize = 64;
+/// Bytes of one client-table row in a StateTransferTarget body.
+pub const CLIENT_RECORD_SIZE: usize = 32;
+
+const CHECKSUM: usize = 0;
+const CHECKSUM_BODY: usize = 16;
+const CLUSTER: usize = 32;
+const VIEW: usize = 52;
+const RELEASE: usize = 56;
+const REPLICA: usize = 61;
+/// The seal covers the header from here to its end.
+const SEALED_FROM: usize = 16;
+
+const _: () = assert!(CLUSTER + 16 == SIZE_OFFSET && SIZE_OFFSET + 4 == VIEW);
+const _: () = assert!(VIEW + 4 == RELEASE && RELEASE + 4 == COMMAND_OFFSET);
+const _: () = assert!(COMMAND_OFFSET + 1 == REPLICA && CHECKSUM + 16 == SEALED_FROM);
+const _: () = assert!(CHECKSUM_BODY == SEALED_FROM && HEADER_SIZE == 256);
+
+/// Header offsets past the prefix, by command (the table above).
+mod at {
+    pub mod prepare {
+        pub const CLIENT: usize = 128;
+        pub const PARENT: usize = 144;
+        pub const OP: usize = 176;
+        pub const COMMIT: usize = 184;
+        pub const TIMESTAMP: usize = 192;
+        pub const REQUEST: usize = 200;
+        pub const GROUP: usize = 216;
+        pub const INCARNATION: usize = 228;
+        pub const ENTRY_VIEW: usize = 236;
+    }
+    pub mod prepare_ok {
+        pub const IDENTITY: usize = 144;
+        pub const OP: usize = 160;
+        pub const GROUP: usize = 200;
+    }
+    pub mod commit {
+        pub const COMMIT: usize = 152;
+        pub const GROUP: usize = 168;
+    }
+    /// DoViewChange and StartView.
+    pub mod view_log {
+        pub const HEAD: usize = 128;
+        pub const COMMIT: usize = 136;
+        pub const GROUP: usize = 144;
+        pub const LOG_VIEW: usize = 152;
+    }
+    pub mod start_view {
+        pub const GROUP: usize = 128;
+        pub const BLANK: usize = 136;
+        pub const REPLY: usize = 137;
+    }
+    pub mod repair {
+        pub const FROM: usize = 144;
+        pub const TO: usize = 152;
+        pub const GROUP: usize = 160;
+        pub const OLDEST: usize = 144;
+        pub const EVICTED_GROUP: usize = 152;
+    }
+    /// Commands 22..25.
+    pub mod transfer {
+        pub const COMMIT_OP: usize = 144;
+        pub const OFFSET: usize = 144;
+        pub const GROUP: usize = 152;
+        pub const AVAILABLE: usize = 160;
+        pub const OP: usize = 168;
+        pub const LEN: usize = 176;
+        pub const CHECKSUM: usize = 184;
+    }
+    /// Every partition frame but a prepare carries its incarnation here.
+    pub const INCARNATION: usize = 208;
+    pub const NONCE: usize = 240;
+}
+
+const _: () = assert!(at::prepare::ENTRY_VIEW + 4 <= at::NONCE);
+const _: () = assert!(at::prepare_ok::GROUP + 8 == at::INCARNATION);
+
+/// Entry record offsets (the table above).
+mod record {
+    pub const OP: usize = 0;
+    pub const VIEW: usize = 8;
+    pub const BODY_LEN: usize = 12;
+    pub const PARENT: usize = 16;
+    pub const IDENTITY: usize = 24;
+    pub const CLIENT: usize = 32;
+    pub const REQUEST: usize = 48;
+    pub const TIMESTAMP: usize = 56;
+}
+
+const _: () = assert!(record::TIMESTAMP + 8 == ENTRY_RECORD_SIZE);
+const _: () = assert!(CLIENT_RECORD_SIZE == 16 + 8 + 8);
+
+/// A message as it travels: the sender, and the cluster, group and
+/// partition incarnation it belongs to (replication spec §2-§3). The
+/// receiver drops frames of another cluster or incarnation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub cluster: u128,
+    pub from: ReplicaId,
+    pub group: u64,
+    pub incarnation: u64,
+    pub message: Message,
+}
+
+/// Replica command numbers (replication spec §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Command {
+    Prepare = 6,
+    PrepareOk = 7,
+    Commit = 9,
+    StartViewChange = 10,
+    DoViewChange = 11,
+    StartView = 12,
+    /// Also a ViewReport, with the reply flag set.
+    RequestStartView = 17,
+    RequestPrepares = 18,
+    RepairPrepare = 19,
+    RangeEvicted = 21,
+    RequestStateTransfer = 22,
+    StateTransferTarget = 23,
+    RequestStateChunk = 24,
+    StateChunk = 25,
+}
+
+impl Command {
+    const ALL: [Command; 14] = [
+        Command::Prepare,
+        Command::PrepareOk,
+        Command::Commit,
+        Command::StartViewChange,
+        Command::DoViewChange,
+        Command::StartView,
+        Command::RequestStartView,
+        Command::RequestPrepares,
+        Command::RepairPrepare,
+        Command::RangeEvicted,
+        Command::RequestStateTransfer,
+        Command::StateTransferTarget,
+        Command::RequestStateChunk,
+        Command::StateChunk,
+    ];
+
+    pub fn from_u8(value: u8) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| *c as u8 == value)
+    }
+
+    pub fn of(message: &Message) -> Command {
+        match message {
+            Message::Prepare { .. } => Command::Prepare,
+            Message::PrepareOk { .. } => Command::PrepareOk,
+            Message::Commit { .. } => Command::Commit,
+            Message::StartViewChange { .. } => Command::StartViewChange,
+            Message::DoViewChange { .. } => Command::DoViewChange,
+            Message::StartView { .. } => Command::StartView,
+            Message::RequestStartView { .. } | Message::ViewReport { .. } => {
+                Command::RequestStartView
+            }
+            Message::RequestPrepares { .. } => Command::RequestPrepares,
+            Message::RepairPrepare { .. } => Command::RepairPrepare,
+            Message::RangeEvicted { .. } => Command::RangeEvicted,
+            Message::RequestStateTransfer { .. } => Command::RequestStateTransfer,
+            Message::StateTransferTarget { .. } => Command::StateTransferTarget,
+            Message::RequestStateChunk { .. } => Command::RequestStateChunk,
+            Message::StateChunk { .. } => Command::StateChunk,
+        }
+    }
+
+    /// Whether the low half of `checksum` is an entry identity (and the
+    /// high half the seal).
+    fn carries_identity(raw: u8) -> bool {
+        raw == Command::Prepare as u8 || raw == Command::RepairPrepare as u8
+    }
+
+    fn group_at(self) -> usize {
+        match self {
+            Command::Prepare | Command::RepairPrepare => at::prepare::GROUP,
+            Command::PrepareOk => at::prepare_ok::GROUP,
+            Command::Commit => at::commit::GROUP,
+            Command::StartViewChange | Command::RequestStartView => at::start_view::GROUP,
+            Command::DoViewChange | Command::StartView => at::view_log::GROUP,
+            Command::RequestPrepares => at::repair::GROUP,
+            Command::RangeEvicted => at::repair::EVICTED_GROUP,
+            Command::RequestStateTransfer
+            | Command::StateTransferTarget
+            | Command::RequestStateChunk
+            | Command::StateChunk => at::transfer::GROUP,
+        }
+    }
+
+    fn incarnation_at(self) -> usize {
+        match self {
+            Command::Prepare | Command::RepairPrepare => at::prepare::INCARNATION,
+            _ => at::INCARNATION,
+        }
+    }
+}
+
+/// Why bytes are not a replica frame. Checked in this order: length,
+/// seal, command, size, body checksum, fields, canonical form.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("{len} bytes are shorter than the {HEADER_SIZE}-byte header")]
+    Short { len: usize },
+    #[error("the header seal does not match its bytes")]
+    BadSeal,
+    #[error("unknown replica command {command}")]
+    UnknownCommand { command: u8 },
+    #[error("frame size {size} is smaller than the header")]
+    SizeBelowHeader { size: u32 },
+    #[error("frame size {size} exceeds the {max_size}-byte limit")]
+    TooLarge { size: u32, max_size: usize },
+    #[error("the header announces {size} bytes but {len} were given")]
+    SizeMismatch { size: usize, len: usize },
+    #[error("the body does not match checksum_body")]
+    BadBodyChecksum,
+    #[error("{field} = {value} is out of range")]
+    FieldOutOfRange { field: &'static str, value: u128 },
+    #[error("body of command {command} is malformed: {reason}")]
+    MalformedBody { command: u8, reason: &'static str },
+    #[error("{count} entries exceed the limit of {max}")]
+    TooManyEntries { count: usize, max: usize },
+    #[error("header byte {offset} differs from what the fields encode (unused bytes are zero)")]
+    NonCanonical { offset: usize },
+}
+
+/// Encodes a frame. Panics on values no replica sends (a sender id of
+/// `REPLICAS_MAX` or more, an entry at op 0, a DoViewChange of more than
+/// `DVC_ENTRIES_MAX` entries, a frame past 4 GiB): `decode` refuses each.
+pub fn encode(frame: &Frame) -> Vec<u8> {
+    assert!(
+        frame.from < REPLICAS_MAX,
+        "replica {} not in a roster",
+        frame.from
+    );
+    let mut out = vec![0u8; HEADER_SIZE];
+    put_body(&frame.message, &mut out);
+    let size = u32::try_from(out.len()).expect("a frame's size fits its u32 field");
+    let header = header_of(frame, size, xxh3_64(&out[HEADER_SIZE..]));
+    out[..HEADER_SIZE].copy_from_slice(&header.0);
+    debug_assert_eq!(decode(&out, out.len()).as_ref(), Ok(frame));
+    out
+}
+
+/// Checks a frame's header (its first 256 bytes: seal, command, size
+/// against `max_size`) and returns the whole frame's length in bytes.
+pub fn frame_size(header: &[u8], max_size: usize) -> Result<usize, WireError> {
+    check_header(header, max_size).map(|(_, _, size)| size)
+}
+
+/// Decodes one whole frame (`bytes` is exactly the frame). Never panics.
+/// Allocates only after the seal, the size (≤ `max_size`) and the body
+/// checksum hold: the body bytes once, plus one `Entry` value per entry
+/// record, sized from the records actually present (an `Entry` is at most
+/// 1.5 × its 64-byte record), so at most 1.5 × the declared size.
+pub fn decode(bytes: &[u8], max_size: usize) -> Result<Frame, WireError> {
+    let (header, command, size) = check_header(bytes, max_size)?;
+    if bytes.len() != size {
+        return Err(WireError::SizeMismatch {
+            size,
+            len: bytes.len(),
+        });
+    }
+    let body = &bytes[HEADER_SIZE..];
+    let body_checksum = xxh3_64(body);
+    if header.u128(CHECKSUM_BODY) != u128::from(body_checksum) {
+        return Err(WireError::BadBodyChecksum);
+    }
+    let from = header.u8(REPLICA);
+    if from >= REPLICAS_MAX {
+        return Err(out_of_range("replica", from));
+    }
+    let frame = Frame {
+        cluster: header.u128(CLUSTER),
+        from,
+        group: header.u64(command.group_at()),
+        incarnation: header.u64(command.incarnation_at()),
+        message: decode_message(command, &header, body)?,
+    };
+    // Every byte the fields do not explain must be zero, so a frame has one
+    // encoding: re-encode the header and compare. Bytes 0..16 follow from
+    // the rest once the seal holds.
+    let expected = header_of(&frame, header.u32(SIZE_OFFSET), body_checksum);
+    let sealed = SEALED_FROM..HEADER_SIZE;
+    if let Some(offset) = sealed.into_iter().find(|&i| expected.0[i] != header.0[i]) {
+        return Err(WireError::NonCanonical { offset });
+    }
+    Ok(frame)
+}
+
+fn check_header(bytes: &[u8], max_size: usize) -> Result<(Header, Command, usize), WireError> {
+    let header = Header::read(bytes)?;
+    // The command byte picks the half of `checksum` that holds the seal;
+    // it is sealed itself, so a corrupt one fails the check either way.
+    let raw = header.u8(COMMAND_OFFSET);
+    let seal = xxh3_64(&header.0[SEALED_FROM..]);
+    let checksum = header.u128(CHECKSUM);
+    let sealed = if Command::carries_identity(raw) {
+        checksum >> 64 == u128::from(seal)
+    } else {
+        checksum == u128::from(seal)
+    };
+    if !sealed {
+        return Err(WireError::BadSeal);
+    }
+    let command = Command::from_u8(raw).ok_or(WireError::UnknownCommand { command: raw })?;
+    let size = header.u32(SIZE_OFFSET);
+    if (size as usize) < HEADER_SIZE {
+        return Err(WireError::SizeBelowHeader { size });
+    }
+    if size as usize > max_size {
+        return Err(WireError::TooLarge { size, max_size });
+    }
+    Ok((header, command, size as usize))
+}
+
+/// The sealed header of `frame`, whose body is `size - 256` bytes hashing
+/// to `body_checksum`.
+fn header_of(frame: &Frame, size: u32, body_checksum: u64) -> Header {
+    let mut h = Header([0; HEADER_SIZE]);
+    let command = Command::of(&frame.message);
+    put_fields(&frame.message, &mut h);
+    h.put_u64(command.group_at(), frame.group);
+    h.put_u64(command.incarnation_at(), frame.incarnation);
+    h.put_u128(CHECKSUM_BODY, u128::from(body_checksum));
+    h.put_u128(CLUSTER, frame.cluster);
+    h.put_u32(SIZE_OFFSET, size);
+    h.put_u32(VIEW, frame.message.view().0);
+    h.0[COMMAND_OFFSET] = command as u8;
+    h.0[REPLICA] = frame.from;
+    let seal = u128::from(xxh3_64(&h.0[SEALED_FROM..]));
+    let checksum = match &frame.message {
+        Message::Prepare { entry, .. } | Message::RepairPrepare { entry, .. } => {
+            seal << 64 | u128::from(entry.identity)
+        }
+        _ => seal,
+    };
+    h.put_u128(CHECKSUM, checksum);
+    h
+}
+
+/// Writes the command's own header fields (not group or incarnation).
+fn put_fields(message: &Message, h: &mut Header) {
+    use at::{prepare_ok, repair, start_view, transfer, view_log};
+    match message {
+        Message::Prepare { commit, entry, .. } => {
+            put_prepare(h, entry);
+            h.put_u64(at::prepare::COMMIT, commit.0);
+        }
+        Message::RepairPrepare { entry, .. } => put_prepare(h, entry),
+        Message::PrepareOk { op, identity, .. } => {
+            h.put_u128(prepare_ok::IDENTITY, u128::from(*identity));
+            h.put_u64(prepare_ok::OP, op.0);
+        }
+        Message::Commit { commit, .. } => h.put_u64(at::commit::COMMIT, commit.0),
+        Message::StartViewChange { .. } | Message::RequestStateTransfer { .. } => {}
+        Message::DoViewChange {
+            log_view,
+            head,
+            commit,
+            ..
+        } => {
+            h.put_u64(view_log::HEAD, head.0);
+            h.put_u64(view_log::COMMIT, commit.0);
+            h.put_u32(view_log::LOG_VIEW, log_view.0);
+        }
+        Message::StartView {
+            head,
+            commit,
+            nonce,
+            ..
+        } => {
+            h.put_u64(view_log::HEAD, head.0);
+            h.put_u64(view_log::COMMIT, commit.0);
+            h.put_u128(at::NONCE, u128::from(*nonce));
+        }
+        Message::RequestStartView { nonce, blank, .. } => {
+            h.0[start_view::BLANK] = u8::from(*blank);
+            h.put_u128(at::NONCE, u128::from(*nonce));
+        }
+        Message::ViewReport { nonce, .. } => {
+            h.0[start_view::REPLY] = 1;
+            h.put_u128(at::NONCE, u128::from(*nonce));
+        }
+        Message::RequestPrepares { from, to, .. } => {
+            h.put_u64(repair::FROM, from.0);
+            h.put_u64(repair::TO, to.0);
+        }
+        Message::RangeEvicted { oldest, .. } => h.put_u64(repair::OLDEST, oldest.0),
+        Message::StateTransferTarget {
+            entry,
+            len,
+            checksum,
+            ..
+        } => {
+            h.put_u64(transfer::COMMIT_OP, entry.op.0);
+            h.0[transfer::AVAILABLE] = 1;
+            h.put_u64(transfer::LEN, *len);
+            h.put_u64(transfer::CHECKSUM, *checksum);
+        }
+        Message::RequestStateChunk { op, offset, .. } | Message::StateChunk { op, offset, .. } => {
+            h.put_u64(transfer::OFFSET, *offset);
+            h.put_u64(transfer::OP, op.0);
+        }
+    }
+}
+
+fn put_prepare(h: &mut Header, entry: &Entry) {
+    use at::prepare;
+    h.put_u128(prepare::CLIENT, entry.client.0);
+    h.put_u128(prepare::PARENT, u128::from(entry.parent));
+    h.put_u64(prepare::OP, entry.op.0);
+    h.put_u64(prepare::TIMESTAMP, entry.timestamp_us);
+    h.put_u64(prepare::REQUEST, entry.request.0);
+    h.put_u32(prepare::ENTRY_VIEW, entry.view.0);
+}
+
+fn put_body(message: &Message, out: &mut Vec<u8>) {
+    match message {
+        Message::Prepare { entry, .. } | Message::RepairPrepare { entry, .. } => {
+            assert!(entry.op > Op::ZERO, "ops start at 1");
+            out.extend_from_slice(&entry.body);
+        }
+        Message::DoViewChange { entries, .. } => {
+            assert!(
+                entries.len() <= DVC_ENTRIES_MAX,
+                "{} entries",
+                entries.len()
+            );
+            entries.iter().for_each(|entry| put_record(out, entry));
+        }
+        Message::StartView { entries, .. } => entries.iter().for_each(|e| put_record(out, e)),
+        Message::StateTransferTarget { entry, clients, .. } => {
+            put_record(out, entry);
+            for (client, request, op) in clients {
+                out.extend_from_slice(&client.0.to_le_bytes());
+                out.extend_from_slice(&request.0.to_le_bytes());
+                out.extend_from_slice(&op.0.to_le_bytes());
+            }
+        }
+        Message::StateChunk { bytes, .. } => out.extend_from_slice(bytes),
+        _ => {}
+    }
+}
+
+fn put_record(out: &mut Vec<u8>, entry: &Entry) {
+    assert!(entry.op > Op::ZERO, "ops start at 1");
+    let body_len = u32::try_from(entry.body.len()).expect("an entry body fits a frame");
+    out.extend_from_slice(&entry.op.0.to_le_bytes());
+    out.extend_from_slice(&entry.view.0.to_le_bytes());
+    out.extend_from_slice(&body_len.to_le_bytes());
+    out.extend_from_slice(&entry.parent.to_le_bytes());
+    out.extend_from_slice(&entry.identity.to_le_bytes());
+    out.extend_from_slice(&entry.client.0.to_le_bytes());
+    out.extend_from_slice(&entry.request.0.to_le_bytes());
+    out.extend_from_slice(&entry.timestamp_us.to_le_bytes());
+    out.extend_from_slice(&entry.body);
+}
+
+fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, WireError> {
+    use at::{prepare_ok, repair, start_view, transfer, view_log};
+    let view = View(h.u32(VIEW));
+    if !matches!(
+        command,
+        Command::Prepare
+            | Command::RepairPrepare
+            | Command::DoViewChange
+            | Command::StartView
+            | Command::StateTransferTarget
+            | Command::StateChunk
+    ) && !body.is_empty()
+    {
+        return Err(malformed(command, "a body on a header-only command"));
+    }
+    Ok(match command {
+        Command::Prepare => Message::Prepare {
+            view,
+            commit: Op(h.u64(at::prepare::COMMIT)),
+            entry: prepare_entry(h, body)?,
+        },
+        Command::RepairPrepare => Message::RepairPrepare {
+            view,
+            entry: prepare_entry(h, body)?,
+        },
+        Command::PrepareOk => Message::PrepareOk {
+            view,
+            op: Op(h.u64(prepare_ok::OP)),
+            identity: h.u64_in_u128(prepare_ok::IDENTITY, "prepare_checksum")?,
+        },
+        Command::Commit => Message::Commit {
+            view,
+            commit: Op(h.u64(at::commit::COMMIT)),
+        },
+        Command::StartViewChange => Message::StartViewChange { view },
+        Command::DoViewChange => Message::DoViewChange {
+            view,
+            log_view: View(h.u32(view_log::LOG_VIEW)),
+            head: Op(h.u64(view_log::HEAD)),
+            commit: Op(h.u64(view_log::COMMIT)),
+            entries: entry_list(command, body, DVC_ENTRIES_MAX)?,
+        },
+        Command::StartView => Message::StartView {
+            view,
+            head: Op(h.u64(view_log::HEAD)),
+            commit: Op(h.u64(view_log::COMMIT)),
+            entries: entry_list(command, body, usize::MAX)?,
+            nonce: h.u64_in_u128(at::NONCE, "nonce")?,
+        },
+        Command::RequestStartView => {
+            let nonce = h.u64_in_u128(at::NONCE, "nonce")?;
+            let blank = h.flag(start_view::BLANK, "blank")?;
+            match h.flag(start_view::REPLY, "reply")? {
+                false => Message::RequestStartView { view, nonce, blank },
+                true if blank => return Err(out_of_range("blank (in a reply)", 1u8)),
+                true => Message::ViewReport { view, nonce },
+            }
+        }
+        Command::RequestPrepares => Message::RequestPrepares {
+            view,
+            from: Op(h.u64(repair::FROM)),
+            to: Op(h.u64(repair::TO)),
+        },
+        Command::RangeEvicted => Message::RangeEvicted {
+            view,
+            oldest: Op(h.u64(repair::OLDEST)),
+        },
+        Command::RequestStateTransfer => Message::RequestStateTransfer { view },
+        Command::StateTransferTarget => transfer_target(h, view, body)?,
+        Command::RequestStateChunk => Message::RequestStateChunk {
+            view,
+            op: Op(h.u64(transfer::OP)),
+            offset: h.u64(transfer::OFFSET),
+        },
+        Command::StateChunk => Message::StateChunk {
+            view,
+            op: Op(h.u64(transfer::OP)),
+            offset: h.u64(transfer::OFFSET),
+            bytes: body.to_vec(),
+        },
+    })
+}
+
+/// The entry a Prepare or RepairPrepare carries in its header and body.
+fn prepare_entry(h: &Header, body: &[u8]) -> Result<Entry, WireError> {
+    use at::prepare;
+    Ok(Entry {
+        op: entry_op(h.u64(prepare::OP))?,
+        view: View(h.u32(prepare::ENTRY_VIEW)),
+        parent: h.u64_in_u128(prepare::PARENT, "parent")?,
+        // The low half of `checksum` (spec §3).
+        identity: h.u64(CHECKSUM),
+        client: ClientId(h.u128(prepare::CLIENT)),
+        request: RequestNumber(h.u64(prepare::REQUEST)),
+        timestamp_us: h.u64(prepare::TIMESTAMP),
+        body: body.to_vec(),
+    })
+}
+
+fn transfer_target(h: &Header, view: View, body: &[u8]) -> Result<Message, WireError> {
+    use at::transfer;
+    let command = Command::StateTransferTarget;
+    let available = h.u8(transfer::AVAILABLE);
+    if available != 1 {
+        return Err(out_of_range("available", available));
+    }
+    let mut records = Records::new(command, body);
+    let entry = records
+        .next_entry()?
+        .ok_or(malformed(command, "no entry"))?;
+    if h.u64(transfer::COMMIT_OP) != entry.op.0 {
+        return Err(out_of_range("commit_op", h.u64(transfer::COMMIT_OP)));
+    }
+    let rows = records.rest;
+    if !rows.len().is_multiple_of(CLIENT_RECORD_SIZE) {
+        return Err(malformed(command, "a client record cut short"));
+    }
+    let clients = rows
+        .chunks_exact(CLIENT_RECORD_SIZE)
+        .map(|row| {
+            let client = u128::from_le_bytes(row[..16].try_into().expect("16 bytes"));
+            let request = u64::from_le_bytes(row[16..24].try_into().expect("8 bytes"));
+            let op = u64::from_le_bytes(row[24..].try_into().expect("8 bytes"));
+            (ClientId(client), RequestNumber(request), Op(op))
+        })
+        .collect();
+    Ok(Message::StateTransferTarget {
+        view,
+        entry,
+        clients,
+        len: h.u64(transfer::LEN),
+        checksum: h.u64(transfer::CHECKSUM),
+    })
+}
+
+/// A body made only of entry records, at most `max` of them. The records
+/// are counted first, so the list is allocated once, at its true length.
+fn entry_list(command: Command, body: &[u8], max: usize) -> Result<Vec<Entry>, WireError> {
+    let mut count = 0;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (record, _) = split_record(command, rest)?;
+        rest = &rest[ENTRY_RECORD_SIZE + record.body_len..];
+        count += 1;
+    }
+    if count > max {
+        return Err(WireError::TooManyEntries { count, max });
+    }
+    let mut entries = Vec::with_capacity(count);
+    let mut records = Records::new(command, body);
+    while let Some(entry) = records.next_entry()? {
+        entries.push(entry);
+    }
+    assert_eq!(
+        entries.len(),
+        count,
+        "the second pass reads what the first counted"
+    );
+    Ok(entries)
+}
+
+/// Reads entry records off the front of a body.
+struct Records<'a> {
+    command: Command,
+    rest: &'a [u8],
+}
+
+impl<'a> Records<'a> {
+    fn new(command: Command, body: &'a [u8]) -> Records<'a> {
+        Records {
+            command,
+            rest: body,
+        }
+    }
+
+    fn next_entry(&mut self) -> Result<Option<Entry>, WireError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        let (record, rest) = split_record(self.command, self.rest)?;
+        let body = &rest[..record.body_len];
+        self.rest = &rest[record.body_len..];
+        let r = |at: usize| u64::from_le_bytes(record.fixed[at..at + 8].try_into().expect("8"));
+        Ok(Some(Entry {
+            op: entry_op(r(record::OP))?,
+            view: View(u32::from_le_bytes(
+                record.fixed[record::VIEW..record::VIEW + 4]
+                    .try_into()
+                    .expect("4 bytes"),
+            )),
+            parent: r(record::PARENT),
+            identity: r(record::IDENTITY),
+            client: ClientId(u128::from_le_bytes(
+                record.fixed[record::CLIENT..record::CLIENT + 16]
+                    .try_into()
+                    .expect("16 bytes"),
+            )),
+            request: RequestNumber(r(record::REQUEST)),
+            timestamp_us: r(record::TIMESTAMP),
+            body: body.to_vec(),
+        }))
+    }
+}
+
+/// An entry record's fixed part and its body length, checked to fit.
+struct RecordHead<'a> {
+    fixed: &'a [u8],
+    body_len: usize,
+}
+
+/// Splits the record at the front of `bytes`; the rest starts with its
+/// body, which is checked to be there in full.
+fn split_record(command: Command, bytes: &[u8]) -> Result<(RecordHead<'_>, &[u8]), WireError> {
+    if bytes.len() < ENTRY_RECORD_SIZE {
+        return Err(malformed(command, "an entry record cut short"));
+    }
+    let (fixed, rest) = bytes.split_at(ENTRY_RECORD_SIZE);
+    let len = &fixed[record::BODY_LEN..record::BODY_LEN + 4];
+    let body_len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    if body_len > rest.len() {
+        return Err(malformed(command, "an entry body runs past the frame"));
+    }
+    Ok((RecordHead { fixed, body_len }, rest))
+}
+
+fn entry_op(op: u64) -> Result<Op, WireError> {
+    match op {
+        0 => Err(out_of_range("entry op", 0u8)),
+        op => Ok(Op(op)),
+    }
+}
+
+fn out_of_range(field: &'static str, value: impl Into<u128>) -> WireError {
+    WireError::FieldOutOfRange {
+        field,
+        value: value.into(),
+    }
+}
+
+fn malformed(command: Command, reason: &'static str) -> WireError {
+    WireError::MalformedBody {
+        command: command as u8,
+        reason,
+    }
+}
+
+/// A 256-byte header, read and written by offset (no alignment needed).
+struct Header([u8; HEADER_SIZE]);
+
+impl Header {
+    fn read(bytes: &[u8]) -> Result<Header, WireError> {
+        let header = bytes.first_chunk::<HEADER_SIZE>();
+        header
+            .map(|h| Header(*h))
+            .ok_or(WireError::Short { len: bytes.len() })
+    }
+
+    fn u8(&self, at: usize) -> u8 {
+        self.0[at]
+    }
+
+    fn u32(&self, at: usize) -> u32 {
+        u32::from_le_bytes(
+            self.0[at..at + 4]
+                .try_into()
+                .expect("4 bytes in the header"),
+        )
+    }
+
+    fn u64(&self, at: usize) -> u64 {
+        u64::from_le_bytes(
+            self.0[at..at + 8]
+                .try_into()
+                .expect("8 bytes in the header"),
+        )
+    }
+
+    fn u128(&self, at: usize) -> u128 {
+        u128::from_le_bytes(
+            self.0[at..at + 16]
+                .try_into()
+                .expect("16 bytes in the header"),
+        )
+    }
+
+    /// A spec u128 field holding one of our u64s: the high half is zero.
+    fn u64_in_u128(&self, at: usize, field: &'static str) -> Result<u64, WireError> {
+        let value = self.u128(at);
+        u64::try_from(value).map_err(|_| out_of_range(field, value))
+    }
+
+    fn flag(&self, at: usize, field: &'static str) -> Result<bool, WireError> {
+        match self.0[at] {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(out_of_range(field, other)),
+        }
+    }
+
+    fn put_u32(&mut self, at: usize, value: u32) {
+        self.0[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    fn put_u64(&mut self, at: usize, value: u64) {
+        self.0[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    }
+
+    fn put_u128(&mut self, at: usize, value: u128) {
+        self.0[at..at + 16].copy_from_slice(&value.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vsr::message::Request;
+
+    const MAX: usize = 1 << 20;
+    const CLUSTER_ID: u128 = 0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100;
+    const METADATA_GROUP: u64 = 1 << 63;
+
+    fn entry(op: u64, parent: u64, body: &[u8]) -> Entry {
+        let request = Request {
+            client: ClientId(0xc1 << 64 | 0xc2),
+            number: RequestNumber(op + 100),
+            body: body.to_vec(),
+        };
+        Entry::new(Op(op), View(2), parent, request, 1_000_000 + op)
+    }
+
+    fn frame(message: Message) -> Frame {
+        Frame {
+            cluster: CLUSTER_ID,
+            from: 1,
+            group: METADATA_GROUP,
+            incarnation: 0,
+            message,
+        }
+    }
+
+    fn partition_frame(message: Message) -> Frame {
+        Frame {
+            group: (3 << 32) | (2 << 20) | 1,
+            incarnation: 9,
+            from: 2,
+            ..frame(message)
+        }
+    }
+
+    fn prepare() -> Frame {
+        let message = Message::Prepare {
+            view: View(3),
+            commit: Op(4),
+            entry: entry(5, 0xabcd, b"hi!"),
+        };
+        frame(message)
+    }
+
+    fn dvc() -> Frame {
+        let first = entry(6, 0x66, b"six");
+        let second = entry(7, first.identity, b"");
+        frame(Message::DoViewChange {
+            view: View(4),
+            log_view: View(3),
+            head: Op(7),
+            commit: Op(5),
+            entries: vec![second, first],
+        })
+    }
+
+    /// One frame of every `Message` variant.
+    fn samples() -> Vec<Frame> {
+        let view = View(3);
+        let first = entry(6, 0x66, b"six");
+        let second = entry(7, first.identity, b"seven");
+        let partition = [
+            Message::RepairPrepare {
+                view,
+                entry: entry(8, 0x77, b"eight"),
+            },
+            Message::PrepareOk {
+                view,
+                op: Op(5),
+                identity: u64::MAX,
+            },
+            Message::Commit {
+                view,
+                commit: Op(4),
+            },
+            Message::StartViewChange { view: View(4) },
+        ];
+        let mut frames: Vec<Frame> = partition.into_iter().map(partition_frame).collect();
+        frames.extend([prepare(), dvc()]);
+        let metadata = [
+            Message::StartView {
+                view,
+                head: Op(7),
+                commit: Op(6),
+                entries: vec![second, first.clone()],
+                nonce: u64::MAX,
+            },
+            Message::RequestStartView {
+                view,
+                nonce: 42,
+                blank: true,
+            },
+            Message::RequestStartView {
+                view,
+                nonce: 43,
+                blank: false,
+            },
+            Message::ViewReport { view, nonce: 44 },
+            Message::RequestPrepares {
+                view,
+                from: Op(2),
+                to: Op(9),
+            },
+            Message::RangeEvicted {
+                view,
+                oldest: Op(3),
+            },
+            Message::RequestStateTransfer { view },
+            Message::StateTransferTarget {
+                view,
+                entry: first,
+                clients: vec![
+                    (ClientId(1), RequestNumber(2), Op(3)),
+                    (ClientId(u128::MAX), RequestNumber(5), Op(6)),
+                ],
+                len: 1000,
+                checksum: 0xfeed,
+            },
+            Message::RequestStateChunk {
+                view,
+                op: Op(6),
+                offset: 512,
+            },
+            Message::StateChunk {
+                view,
+                op: Op(6),
+                offset: 512,
+                bytes: b"state".to_vec(),
+            },
+        ];
+        frames.extend(metadata.into_iter().map(frame));
+        frames
+    }
+
+    fn prepare_ok() -> Frame {
+        partition_frame(Message::PrepareOk {
+            view: View(3),
+            op: Op(5),
+            identity: 0x1122_3344_5566_7788,
+        })
+    }
+
+    fn commit() -> Frame {
+        partition_frame(Message::Commit {
+            view: View(3),
+            commit: Op(4),
+        })
+    }
+
+    fn state_chunk() -> Frame {
+        frame(Message::StateChunk {
+            view: View(3),
+            op: Op(6),
+            offset: 512,
+            bytes: b"state".to_vec(),
+        })
+    }
+
+    /// Parses golden bytes written as `offset: hex words` lines, checking
+    /// each line's offset label.
+    fn golden(text: &str) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (offset, hex) = line.split_once(':').expect("offset: bytes");
+            assert_eq!(
+                offset.parse::<usize>().expect("decimal offset"),
+                bytes.len()
+            );
+            let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+            for pair in digits.chunks(2) {
+                let pair = std::str::from_utf8(pair).expect("ascii");
+                bytes.push(u8::from_str_radix(pair, 16).expect("hex byte"));
+            }
+        }
+        bytes
+    }
+
+    fn assert_golden(frame: &Frame, text: &str) {
+        let expected = golden(text);
+        assert_eq!(encode(frame), expected);
+        assert_eq!(decode(&expected, MAX).as_ref(), Ok(frame));
+    }
+
+    /// Recomputes `checksum_body` and the seal after a test edits a frame,
+    /// so decoding reaches the checks behind them.
+    fn reseal(bytes: &mut [u8]) {
+        let body = u128::from(xxh3_64(&bytes[HEADER_SIZE..]));
+        bytes[CHECKSUM_BODY..CHECKSUM_BODY + 16].copy_from_slice(&body.to_le_bytes());
+        let seal = u128::from(xxh3_64(&bytes[SEALED_FROM..HEADER_SIZE]));
+        let identity = u128::from(u64::from_le_bytes(bytes[..8].try_into().expect("8")));
+        let checksum = match Command::carries_identity(bytes[COMMAND_OFFSET]) {
+            true => seal << 64 | identity,
+            false => seal,
+        };
+        bytes[..16].copy_from_slice(&checksum.to_le_bytes());
+    }
+
+    /// xorshift64*: a fixed, seedable stream for the fuzz loops.
+    struct Prng(u64);
+
+    impl Prng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn bytes(&mut self, len: usize) -> Vec<u8> {
+            (0..len).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    #[test]
+    fn given_the_spec_table_when_pinning_command_numbers_should_match() {
+        let numbers: Vec<u8> = Command::ALL.iter().map(|c| *c as u8).collect();
+        assert_eq!(
+            numbers,
+            [6, 7, 9, 10, 11, 12, 17, 18, 19, 21, 22, 23, 24, 25]
+        );
+        assert!((0..=255).filter_map(Command::from_u8).eq(Command::ALL));
+    }
+
+    #[test]
+    fn given_a_prepare_when_encoding_should_match_golden_bytes() {
+        // checksum = identity (low) | seal (high); client@128 parent@144
+        // op@176 commit@184 timestamp@192 request@200 group@216 view@236.
+        assert_golden(
+            &prepare(),
+            "000: 86c0bbb683753a29 1ab858de70c38299 fda6f6bccba7961d 0000000000000000
+             032: 0001020304050607 08090a0b0c0d0e0f 0301000003000000 0000000006010000
+             064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             128: c200000000000000 c100000000000000 cdab000000000000 0000000000000000
+             160: 0000000000000000 0000000000000000 0500000000000000 0400000000000000
+             192: 45420f0000000000 6900000000000000 0000000000000000 0000000000000080
+             224: 0000000000000000 0000000002000000 0000000000000000 0000000000000000
+             256: 686921",
+        );
+    }
+
+    #[test]
+    fn given_a_prepare_ok_when_encoding_should_match_golden_bytes() {
+        // identity@144 op@160 group@200 incarnation@208; the empty body's
+        // checksum is XXH3-64("") = 0x2d06800538d394c2.
+        assert_golden(
+            &prepare_ok(),
+            "000: 552d475d14a6695b 0000000000000000 c294d3380580062d 0000000000000000
+             032: 0001020304050607 08090a0b0c0d0e0f 0001000003000000 0000000007020000
+             064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             128: 0000000000000000 0000000000000000 8877665544332211 0000000000000000
+             160: 0500000000000000 0000000000000000 0000000000000000 0000000000000000
+             192: 0000000000000000 0100200003000000 0900000000000000 0000000000000000
+             224: 0000000000000000 0000000000000000 0000000000000000 0000000000000000",
+        );
+    }
+
+    #[test]
+    fn given_a_commit_when_encoding_should_match_golden_bytes() {
+        // commit@152 group@168 incarnation@208.
+        assert_golden(
+            &commit(),
+            "000: 8313bbede2304b40 0000000000000000 c294d3380580062d 0000000000000000
+             032: 0001020304050607 08090a0b0c0d0e0f 0001000003000000 0000000009020000
+             064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             128: 0000000000000000 0000000000000000 0000000000000000 0400000000000000
+             160: 0000000000000000 0100200003000000 0000000000000000 0000000000000000
+             192: 0000000000000000 0000000000000000 0900000000000000 0000000000000000
+             224: 0000000000000000 0000000000000000 0000000000000000 0000000000000000",
+        );
+    }
+
+    #[test]
+    fn given_a_do_view_change_with_two_entries_when_encoding_should_match_golden_bytes() {
+        // head@128 commit@136 group@144 log_view@152; body: op 7 (empty
+        // body), then op 6 ("six"), each a 64-byte record then its body.
+        assert_golden(
+            &dvc(),
+            "000: 8f8dff567f15be62 0000000000000000 b2ec2c82daa8bd7b 0000000000000000
+             032: 0001020304050607 08090a0b0c0d0e0f 8301000004000000 000000000b010000
+             064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             128: 0700000000000000 0500000000000000 0000000000000080 0300000000000000
+             160: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             192: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             224: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             256: 0700000000000000 0200000000000000 d783ec532a598c79 3d5b10190171dc6e
+             288: c200000000000000 c100000000000000 6b00000000000000 47420f0000000000
+             320: 0600000000000000 0200000003000000 6600000000000000 d783ec532a598c79
+             352: c200000000000000 c100000000000000 6a00000000000000 46420f0000000000
+             384: 736978",
+        );
+    }
+
+    #[test]
+    fn given_a_state_chunk_when_encoding_should_match_golden_bytes() {
+        // offset@144 group@152 artifact@160 (0) op@168; body = the bytes.
+        assert_golden(
+            &state_chunk(),
+            "000: b98de18438258d72 0000000000000000 b42cf542a5f6de6d 0000000000000000
+             032: 0001020304050607 08090a0b0c0d0e0f 0501000003000000 0000000019010000
+             064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             128: 0000000000000000 0000000000000000 0002000000000000 0000000000000080
+             160: 0000000000000000 0600000000000000 0000000000000000 0000000000000000
+             192: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             224: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+             256: 7374617465",
+        );
+    }
+
+    #[test]
+    fn given_every_variant_when_round_tripping_should_decode_the_same_frame() {
+        let frames = samples();
+        assert_eq!(frames.len(), 16, "every variant, RequestStartView twice");
+        for frame in frames {
+            let bytes = encode(&frame);
+            assert_eq!(bytes[COMMAND_OFFSET], Command::of(&frame.message) as u8);
+            assert_eq!(frame_size(&bytes[..HEADER_SIZE], MAX), Ok(bytes.len()));
+            assert_eq!(decode(&bytes, MAX), Ok(frame));
+        }
+    }
+
+    #[test]
+    fn given_a_sealed_frame_when_any_bit_flips_should_reject_it() {
+        for frame in samples() {
+            let bytes = encode(&frame);
+            for bit in 0..bytes.len() * 8 {
+                let mut flipped = bytes.clone();
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                match decode(&flipped, MAX) {
+                    Err(_) => {}
+                    // The seal leaves a prepare's identity out (spec §3);
+                    // a flipped identity no longer matches the entry's
+                    // content, and the replica drops such an entry.
+                    Ok(Frame {
+                        message:
+                            Message::Prepare { entry, .. } | Message::RepairPrepare { entry, .. },
+                        ..
+                    }) if bit < 64 => assert!(!entry.is_sound(), "bit {bit}"),
+                    Ok(other) => panic!("bit {bit} of {frame:?} accepted as {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn given_a_truncated_or_extended_frame_when_decoding_should_reject_it() {
+        for frame in samples() {
+            let bytes = encode(&frame);
+            for len in 0..bytes.len() {
+                let error = decode(&bytes[..len], MAX).expect_err("a truncated frame");
+                match len < HEADER_SIZE {
+                    true => assert_eq!(error, WireError::Short { len }),
+                    false => assert!(matches!(error, WireError::SizeMismatch { .. })),
+                }
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(matches!(
+                decode(&longer, MAX),
+                Err(WireError::SizeMismatch { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn given_a_header_announcing_more_than_max_size_when_reading_should_reject_before_the_body() {
+        let mut bytes = encode(&state_chunk());
+        bytes.resize(HEADER_SIZE, 0);
+        bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        reseal(&mut bytes);
+        let too_large = WireError::TooLarge {
+            size: u32::MAX,
+            max_size: MAX,
+        };
+        assert_eq!(frame_size(&bytes, MAX), Err(too_large.clone()));
+        assert_eq!(decode(&bytes, MAX), Err(too_large));
+        let whole = encode(&state_chunk());
+        let limit = whole.len() - 1;
+        assert!(matches!(
+            decode(&whole, limit),
+            Err(WireError::TooLarge { .. })
+        ));
+        assert!(decode(&whole, whole.len()).is_ok());
+    }
+
+    #[test]
+    fn given_a_size_below_the_header_when_reading_should_reject_it() {
+        let mut bytes = encode(&commit());
+        bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&255u32.to_le_bytes());
+        reseal(&mut bytes);
+        assert_eq!(
+            frame_size(&bytes, MAX),
+            Err(WireError::SizeBelowHeader { size: 255 })
+        );
+    }
+
+    #[test]
+    fn given_a_resealed_unknown_command_when_decoding_should_name_it() {
+        for command in (0..=255).filter(|c| Command::from_u8(*c).is_none()) {
+            let mut bytes = encode(&commit());
+            bytes[COMMAND_OFFSET] = command;
+            reseal(&mut bytes);
+            assert_eq!(
+                decode(&bytes, MAX),
+                Err(WireError::UnknownCommand { command })
+            );
+        }
+    }
+
+    #[test]
+    fn given_a_u64_field_with_its_high_half_set_when_decoding_should_reject_it() {
+        let mut bytes = encode(&prepare_ok());
+        bytes[at::prepare_ok::IDENTITY + 8] = 1;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("high half set");
+        assert!(matches!(
+            error,
+            WireError::FieldOutOfRange {
+                field: "prepare_checksum",
+                ..
+            }
+        ));
+        let mut bytes = encode(&prepare());
+        bytes[at::prepare::PARENT + 15] = 0x80;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("high half set");
+        assert!(matches!(
+            error,
+            WireError::FieldOutOfRange {
+                field: "parent",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn given_an_unused_byte_set_when_decoding_should_reject_it_as_non_canonical() {
+        for frame in samples() {
+            let encoded = encode(&frame);
+            // The release field, the prefix's reserved bytes, and byte 224
+            // (Prepare's user_id, DoViewChange's nack bitset, unused by the
+            // rest): zero in every command.
+            for offset in [RELEASE, 62, 127, 224] {
+                let mut bytes = encoded.clone();
+                bytes[offset] = 1;
+                reseal(&mut bytes);
+                assert_eq!(decode(&bytes, MAX), Err(WireError::NonCanonical { offset }));
+            }
+        }
+    }
+
+    #[test]
+    fn given_flags_outside_their_range_when_decoding_should_reject_them() {
+        let report = frame(Message::ViewReport {
+            view: View(1),
+            nonce: 5,
+        });
+        let mut bytes = encode(&report);
+        bytes[at::start_view::BLANK] = 1;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("blank in a reply");
+        assert!(matches!(error, WireError::FieldOutOfRange { .. }));
+        bytes[at::start_view::BLANK] = 2;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("blank = 2");
+        assert!(matches!(
+            error,
+            WireError::FieldOutOfRange { field: "blank", .. }
+        ));
+        let is_offer = |f: &Frame| matches!(f.message, Message::StateTransferTarget { .. });
+        let offer = samples()
+            .into_iter()
+            .find(is_offer)
+            .expect("a transfer target");
+        let mut bytes = encode(&offer);
+        bytes[at::transfer::AVAILABLE] = 0;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("not available");
+        assert!(matches!(
+            error,
+            WireError::FieldOutOfRange {
+                field: "available",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn given_more_entries_than_a_dvc_holds_when_decoding_should_reject_it() {
+        let mut entries = vec![entry(1, 0, b"")];
+        while entries.len() <= DVC_ENTRIES_MAX {
+            let parent = entries.last().expect("non-empty").identity;
+            entries.push(entry(entries.len() as u64 + 1, parent, b""));
+        }
+        // A StartView with nonce 0 has a DoViewChange's header but for the
+        // command byte (log_view 0).
+        let start_view = frame(Message::StartView {
+            view: View(1),
+            head: Op(129),
+            commit: Op(1),
+            entries,
+            nonce: 0,
+        });
+        let mut bytes = encode(&start_view);
+        bytes[COMMAND_OFFSET] = Command::DoViewChange as u8;
+        reseal(&mut bytes);
+        let error = WireError::TooManyEntries {
+            count: DVC_ENTRIES_MAX + 1,
+            max: DVC_ENTRIES_MAX,
+        };
+        assert_eq!(decode(&bytes, MAX), Err(error));
+    }
+
+    #[test]
+    fn given_malformed_bodies_when_decoding_should_reject_them() {
+        let mut bytes = encode(&commit());
+        bytes.push(0);
+        bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&257u32.to_le_bytes());
+        reseal(&mut bytes);
+        assert!(matches!(
+            decode(&bytes, MAX),
+            Err(WireError::MalformedBody { .. })
+        ));
+        // A record whose body length runs past the frame.
+        let mut bytes = encode(&dvc());
+        bytes[HEADER_SIZE + record::BODY_LEN] = 200;
+        reseal(&mut bytes);
+        assert!(matches!(
+            decode(&bytes, MAX),
+            Err(WireError::MalformedBody { .. })
+        ));
+        // A record at op 0.
+        let mut bytes = encode(&dvc());
+        bytes[HEADER_SIZE + record::OP] = 0;
+        reseal(&mut bytes);
+        let error = decode(&bytes, MAX).expect_err("op 0");
+        assert!(matches!(
+            error,
+            WireError::FieldOutOfRange {
+                field: "entry op",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn given_a_frame_when_decoding_should_allocate_at_most_one_and_a_half_times_its_size() {
+        // An `Entry` value (its body apart) fits in 1.5 records, a client
+        // row in one: what decode's doc promises.
+        assert!(size_of::<Entry>() <= ENTRY_RECORD_SIZE * 3 / 2);
+        assert!(size_of::<(ClientId, RequestNumber, Op)>() <= CLIENT_RECORD_SIZE);
+    }
+
+    #[test]
+    fn given_random_bytes_when_decoding_should_never_panic() {
+        let mut prng = Prng(0x5eed_0000_0000_0001);
+        let samples: Vec<Vec<u8>> = samples().iter().map(encode).collect();
+        for case in 0..6000 {
+            let bytes = match case % 3 {
+                // Plain noise: almost always a bad seal.
+                0 => {
+                    let len = prng.below(600);
+                    prng.bytes(len)
+                }
+                // A random header and body, sized and sealed, with a real
+                // command byte: reaches the field and body checks.
+                1 => {
+                    let len = HEADER_SIZE + prng.below(400);
+                    let mut bytes = prng.bytes(len);
+                    let command = Command::ALL[prng.below(Command::ALL.len())];
+                    bytes[COMMAND_OFFSET] = command as u8;
+                    let size = bytes.len() as u32;
+                    bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&size.to_le_bytes());
+                    reseal(&mut bytes);
+                    bytes
+                }
+                // A real frame with a few bytes changed, resealed.
+                _ => {
+                    let mut bytes = samples[prng.below(samples.len())].clone();
+                    for _ in 0..1 + prng.below(4) {
+                        let at = prng.below(bytes.len());
+                        bytes[at] = prng.next() as u8;
+                    }
+                    reseal(&mut bytes);
+                    bytes
+                }
+            };
+            let _ = frame_size(&bytes, MAX);
+            if let Ok(frame) = decode(&bytes, MAX) {
+                // One encoding per frame: what decodes re-encodes exactly.
+                assert_eq!(encode(&frame), bytes, "case {case}");
+            }
+        }
+    }
+}
