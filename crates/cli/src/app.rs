@@ -3,8 +3,8 @@
 //! run the command, log out. Commands that never touch the network
 //! (`context …`, `session status`) stop before the connection.
 
-use crate::args::{Cli, Command, GlobalArgs, OutputFormat, SessionAction};
 use crate::args::global::SessionStoreKind;
+use crate::args::{Cli, Command, GlobalArgs, OutputFormat, SessionAction};
 use crate::cmd;
 use crate::context::{self, ContextState};
 use crate::credentials::{self, Credentials, PromptPolicy, Resolver};
@@ -66,7 +66,11 @@ pub async fn run(cli: Cli, out: &Out) -> Result<(), CliError> {
     let name = global
         .context
         .clone()
-        .or_else(|| std::env::var("IGGY_CLI_CONTEXT").ok().filter(|v| !v.is_empty()))
+        .or_else(|| {
+            std::env::var("IGGY_CLI_CONTEXT")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
         .unwrap_or_else(|| state.active.clone());
     let settings = settings::merge(&global, state.get(&name)?);
     let policy = PromptPolicy {

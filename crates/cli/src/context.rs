@@ -28,32 +28,137 @@ pub const KNOWN_KEYS: &[(&str, &str, KeyKind, bool)] = &[
     ("token_name", "Token Name", KeyKind::Text, false),
     ("transport", "Transport", KeyKind::Text, false),
     ("encryption_key", "Encryption Key", KeyKind::Text, true),
-    ("credentials_username", "Credentials Username", KeyKind::Text, false),
-    ("credentials_password", "Credentials Password", KeyKind::Text, true),
+    (
+        "credentials_username",
+        "Credentials Username",
+        KeyKind::Text,
+        false,
+    ),
+    (
+        "credentials_password",
+        "Credentials Password",
+        KeyKind::Text,
+        true,
+    ),
     ("http_api_url", "HTTP API URL", KeyKind::Text, false),
     ("http_retries", "HTTP Retries", KeyKind::Number, false),
-    ("tcp_server_address", "TCP Server Address", KeyKind::Text, false),
-    ("tcp_reconnection_max_retries", "TCP Reconnection Max Retries", KeyKind::Number, false),
-    ("tcp_reconnection_interval", "TCP Reconnection Interval", KeyKind::Text, false),
+    (
+        "tcp_server_address",
+        "TCP Server Address",
+        KeyKind::Text,
+        false,
+    ),
+    (
+        "tcp_reconnection_max_retries",
+        "TCP Reconnection Max Retries",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "tcp_reconnection_interval",
+        "TCP Reconnection Interval",
+        KeyKind::Text,
+        false,
+    ),
     ("tcp_tls_enabled", "TCP TLS Enabled", KeyKind::Flag, false),
     ("tcp_tls_domain", "TCP TLS Domain", KeyKind::Text, false),
-    ("quic_client_address", "QUIC Client Address", KeyKind::Text, false),
-    ("quic_server_address", "QUIC Server Address", KeyKind::Text, false),
+    (
+        "quic_client_address",
+        "QUIC Client Address",
+        KeyKind::Text,
+        false,
+    ),
+    (
+        "quic_server_address",
+        "QUIC Server Address",
+        KeyKind::Text,
+        false,
+    ),
     ("quic_server_name", "QUIC Server Name", KeyKind::Text, false),
-    ("quic_reconnection_max_retries", "QUIC Reconnection Max Retries", KeyKind::Number, false),
-    ("quic_reconnection_interval", "QUIC Reconnection Interval", KeyKind::Text, false),
-    ("quic_max_concurrent_bidi_streams", "QUIC Max Concurrent Bidi Streams", KeyKind::Number, false),
-    ("quic_datagram_send_buffer_size", "QUIC Datagram Send Buffer Size", KeyKind::Number, false),
-    ("quic_initial_mtu", "QUIC Initial MTU", KeyKind::Number, false),
-    ("quic_send_window", "QUIC Send Window", KeyKind::Number, false),
-    ("quic_receive_window", "QUIC Receive Window", KeyKind::Number, false),
-    ("quic_response_buffer_size", "QUIC Response Buffer Size", KeyKind::Number, false),
-    ("quic_keep_alive_interval", "QUIC Keep Alive Interval", KeyKind::Number, false),
-    ("quic_max_idle_timeout", "QUIC Max Idle Timeout", KeyKind::Number, false),
-    ("quic_validate_certificate", "QUIC Validate Certificate", KeyKind::Flag, false),
-    ("websocket_server_address", "WebSocket Server Address", KeyKind::Text, false),
-    ("websocket_reconnection_max_retries", "WebSocket Reconnection Max Retries", KeyKind::Number, false),
-    ("websocket_reconnection_interval", "WebSocket Reconnection Interval", KeyKind::Text, false),
+    (
+        "quic_reconnection_max_retries",
+        "QUIC Reconnection Max Retries",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_reconnection_interval",
+        "QUIC Reconnection Interval",
+        KeyKind::Text,
+        false,
+    ),
+    (
+        "quic_max_concurrent_bidi_streams",
+        "QUIC Max Concurrent Bidi Streams",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_datagram_send_buffer_size",
+        "QUIC Datagram Send Buffer Size",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_initial_mtu",
+        "QUIC Initial MTU",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_send_window",
+        "QUIC Send Window",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_receive_window",
+        "QUIC Receive Window",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_response_buffer_size",
+        "QUIC Response Buffer Size",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_keep_alive_interval",
+        "QUIC Keep Alive Interval",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_max_idle_timeout",
+        "QUIC Max Idle Timeout",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "quic_validate_certificate",
+        "QUIC Validate Certificate",
+        KeyKind::Flag,
+        false,
+    ),
+    (
+        "websocket_server_address",
+        "WebSocket Server Address",
+        KeyKind::Text,
+        false,
+    ),
+    (
+        "websocket_reconnection_max_retries",
+        "WebSocket Reconnection Max Retries",
+        KeyKind::Number,
+        false,
+    ),
+    (
+        "websocket_reconnection_interval",
+        "WebSocket Reconnection Interval",
+        KeyKind::Text,
+        false,
+    ),
 ];
 
 pub type ContextTable = toml::Table;
@@ -71,7 +176,9 @@ pub fn home_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("IGGY_HOME") {
         return PathBuf::from(home);
     }
-    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let user_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     user_home.join(".iggy")
 }
 
@@ -82,7 +189,11 @@ impl ContextState {
             Ok(text) => text.trim().to_owned(),
             Err(_) => DEFAULT_CONTEXT.to_owned(),
         };
-        Ok(Self { dir, contexts, active })
+        Ok(Self {
+            dir,
+            contexts,
+            active,
+        })
     }
 
     /// The table of a context that must exist.
@@ -93,7 +204,8 @@ impl ContextState {
     pub fn write_contexts(&self) -> Result<(), CliError> {
         let path = self.dir.join(CONTEXTS_FILE);
         std::fs::create_dir_all(&self.dir).map_err(|e| write_error(&path, e))?;
-        std::fs::write(&path, render_contexts(&self.contexts)).map_err(|e| write_error(&path, e))?;
+        std::fs::write(&path, render_contexts(&self.contexts))
+            .map_err(|e| write_error(&path, e))?;
         restrict_mode(&path);
         Ok(())
     }
@@ -106,7 +218,9 @@ impl ContextState {
 }
 
 pub fn missing_key(name: &str) -> CliError {
-    CliError::message(format!("context key '{name}' is missing from contexts.toml"))
+    CliError::message(format!(
+        "context key '{name}' is missing from contexts.toml"
+    ))
 }
 
 fn write_error(path: &Path, error: std::io::Error) -> CliError {
@@ -129,7 +243,10 @@ fn read_contexts(path: &Path) -> Result<BTreeMap<String, ContextTable>, CliError
         let parsed = parse_contexts(&text).map_err(|cause| {
             CliError::Command(Failure {
                 context: "could not read context state".into(),
-                causes: vec![format!("failed deserializing contexts file {}", path.display()), cause],
+                causes: vec![
+                    format!("failed deserializing contexts file {}", path.display()),
+                    cause,
+                ],
                 ..Failure::default()
             })
         })?;
@@ -140,7 +257,9 @@ fn read_contexts(path: &Path) -> Result<BTreeMap<String, ContextTable>, CliError
 }
 
 fn parse_contexts(text: &str) -> Result<BTreeMap<String, ContextTable>, String> {
-    let root: toml::Table = text.parse().map_err(|e: toml::de::Error| e.message().to_owned())?;
+    let root: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| e.message().to_owned())?;
     let mut contexts = BTreeMap::new();
     for (name, value) in root {
         let toml::Value::Table(table) = value else {
@@ -190,7 +309,11 @@ fn toml_key(name: &str) -> String {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if bare { name.to_owned() } else { toml::Value::String(name.to_owned()).to_string() }
+    if bare {
+        name.to_owned()
+    } else {
+        toml::Value::String(name.to_owned()).to_string()
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use crate::error::CliError;
 use crate::secrets::{self, SecretStore};
 use crate::settings::CredentialFields;
-use iggy::prelude::{IggyClient, IggyError, UserClient, PersonalAccessTokenClient};
+use iggy::prelude::{IggyClient, IggyError, PersonalAccessTokenClient, UserClient};
 use std::io::{BufRead, IsTerminal};
 
 #[derive(Debug, Clone)]
@@ -52,7 +52,10 @@ impl Resolver<'_> {
             };
             return Ok(Credentials::UserPassword(username.clone(), password));
         }
-        if let (Ok(u), Ok(p)) = (std::env::var("IGGY_USERNAME"), std::env::var("IGGY_PASSWORD")) {
+        if let (Ok(u), Ok(p)) = (
+            std::env::var("IGGY_USERNAME"),
+            std::env::var("IGGY_PASSWORD"),
+        ) {
             return Ok(Credentials::UserPassword(u, p));
         }
         if self.is_login
@@ -66,7 +69,9 @@ impl Resolver<'_> {
     fn session_token(&self) -> Option<String> {
         let server = self.server?;
         if let Err(e) = self.store.status() {
-            warn(&format!("keyring backend unavailable, cannot read session token: {e}"));
+            warn(&format!(
+                "keyring backend unavailable, cannot read session token: {e}"
+            ));
             return None;
         }
         self.store
@@ -119,7 +124,12 @@ pub async fn login(
             .login_user(username, password)
             .await
             .map(|_| ())
-            .map_err(|e| CliError::iggy(format!("Problem with server login for username: {username}"), &e)),
+            .map_err(|e| {
+                CliError::iggy(
+                    format!("Problem with server login for username: {username}"),
+                    &e,
+                )
+            }),
         Credentials::Token(token) => client
             .login_with_personal_access_token(token)
             .await
@@ -137,7 +147,8 @@ pub async fn login(
             );
             match server {
                 Some(server) if gone => {
-                    let _ = store.delete(&secrets::session_service(server), secrets::SESSION_ACCOUNT);
+                    let _ =
+                        store.delete(&secrets::session_service(server), secrets::SESSION_ACCOUNT);
                     Err(CliError::message(format!(
                         "Login session expired for Iggy server: {server}, please login again or use other authentication method"
                     )))

@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn given_one_cause_when_rendered_should_indent_it_inside_the_parentheses() {
-        let error = CliError::caused("Problem creating stream", "Stream with name:  already exists.");
+        let error = CliError::caused(
+            "Problem creating stream",
+            "Stream with name:  already exists.",
+        );
         assert_eq!(
             error.render(),
             "CommandError(Problem creating stream\n\nCaused by:\n    Stream with name:  already exists.)"

@@ -108,9 +108,8 @@ fn print_completion(shell: clap_complete::Shell) {
 }
 
 fn print_banner() {
-    let mut command = Cli::command().help_template(
-        "{about-with-newline}\n{usage-heading} {usage}\n\nCommands:\n{subcommands}",
-    );
+    let mut command = Cli::command()
+        .help_template("{about-with-newline}\n{usage-heading} {usage}\n\nCommands:\n{subcommands}");
     let help = command.render_help().to_string();
     write_stdout(&format!(
         "{}\n{}\n{}",

@@ -75,7 +75,11 @@ impl Out {
     pub fn not_found(&self, text: String) -> Result<(), CliError> {
         if self.is_text() {
             self.line(text);
-            return if self.strict { Err(CliError::NotFound) } else { Ok(()) };
+            return if self.strict {
+                Err(CliError::NotFound)
+            } else {
+                Ok(())
+            };
         }
         write_stdout("null");
         Err(CliError::NotFound)
@@ -94,7 +98,12 @@ pub fn write_stdout(text: &str) {
 /// Escapes BEL, BS, FF, ESC, DEL and the C1 controls the way the reference's
 /// log formatter does; every other character passes unchanged.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    let needs = |c: char| matches!(c, '\x07' | '\x08' | '\x0c' | '\x1b' | '\x7f' | '\u{80}'..='\u{9f}');
+    let needs = |c: char| {
+        matches!(
+            c,
+            '\x07' | '\x08' | '\x0c' | '\x1b' | '\x7f' | '\u{80}'..='\u{9f}'
+        )
+    };
     if !text.chars().any(needs) {
         return Cow::Borrowed(text);
     }
@@ -114,7 +123,7 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
 /// A bordered table with the given header.
 pub fn table(header: &[&str]) -> Table {
     let mut table = Table::new();
-    table.set_header(header.iter().map(|h| Cell::new(h)).collect::<Vec<_>>());
+    table.set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
     table
 }
 
@@ -151,7 +160,10 @@ mod tests {
 
     #[test]
     fn given_property_rows_when_rendered_should_match_reference_layout() {
-        let t = property_table(vec![("Stream ID", "0".into()), ("Stream name", "orders".into())]);
+        let t = property_table(vec![
+            ("Stream ID", "0".into()),
+            ("Stream name", "orders".into()),
+        ]);
         let expected = "\
 +-------------+--------+
 | Property    | Value  |

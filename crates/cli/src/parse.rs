@@ -58,7 +58,9 @@ pub fn key_value(raw: &str) -> Result<(String, String), String> {
     };
     for (part, name) in [(key, "key"), (value, "value")] {
         if part.is_empty() {
-            return Err(format!("expected non-empty {name} in KEY=VALUE, got: {raw}"));
+            return Err(format!(
+                "expected non-empty {name} in KEY=VALUE, got: {raw}"
+            ));
         }
         if part.len() > OPTION_PART_MAX_BYTES {
             return Err(format!(
@@ -239,7 +241,11 @@ fn apply_stream_perms<'a>(p: &mut StreamPermissions, raw: &'a str) -> Result<(),
         };
         *flag = true;
     }
-    if unknown.is_empty() { Ok(()) } else { Err(unknown) }
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(unknown)
+    }
 }
 
 fn topic_permissions(part: &str) -> Result<(usize, TopicPermissions), String> {
@@ -249,7 +255,10 @@ fn topic_permissions(part: &str) -> Result<(usize, TopicPermissions), String> {
         .map_err(|e| format!("Invalid topic ID - {e}"))?;
     let mut p = TopicPermissions::default();
     let mut unknown = Vec::new();
-    for name in perms.map(|s| s.split(',').collect::<Vec<_>>()).unwrap_or_default() {
+    for name in perms
+        .map(|s| s.split(',').collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
         let flag = match name {
             "manage_topic" | "m_top" => &mut p.manage_topic,
             "read_topic" | "r_top" => &mut p.read_topic,
@@ -336,7 +345,10 @@ mod tests {
         assert_eq!(headers("k:bool:TRUE").unwrap_err(), "Invalid boolean value");
         assert_eq!(headers("k:uint8:300").unwrap_err(), "Invalid number value");
         assert_eq!(headers("k:string:").unwrap_err(), "Invalid header value");
-        assert_eq!(headers("a:UINT32:7,b:string:x:y").expect("valid").0.len(), 2);
+        assert_eq!(
+            headers("a:UINT32:7,b:string:x:y").expect("valid").0.len(),
+            2
+        );
     }
 
     #[test]
@@ -354,9 +366,15 @@ mod tests {
 
     #[test]
     fn given_expiry_tokens_when_summed_should_follow_spec_rules() {
-        let parts: Vec<IggyExpiry> = ["1day", "1hour"].iter().map(|t| expiry(t).unwrap()).collect();
+        let parts: Vec<IggyExpiry> = ["1day", "1hour"]
+            .iter()
+            .map(|t| expiry(t).unwrap())
+            .collect();
         assert_eq!(sum_expiry(&parts).to_string(), "1day 1h");
-        assert_eq!(sum_expiry(&[expiry("unlimited").unwrap()]), IggyExpiry::NeverExpire);
+        assert_eq!(
+            sum_expiry(&[expiry("unlimited").unwrap()]),
+            IggyExpiry::NeverExpire
+        );
         assert_eq!(max_topic_size("none").unwrap(), MaxTopicSize::ServerDefault);
     }
 }

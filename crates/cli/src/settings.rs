@@ -33,9 +33,12 @@ struct Layers<'a> {
 
 impl Layers<'_> {
     fn text(&self, cli: &Option<String>, env_name: Option<&str>, key: &str) -> Option<String> {
-        cli.clone()
-            .or_else(|| env_name.and_then(env))
-            .or_else(|| self.ctx.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+        cli.clone().or_else(|| env_name.and_then(env)).or_else(|| {
+            self.ctx
+                .get(key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        })
     }
 
     fn number<T: TryFrom<i64>>(&self, cli: Option<T>, key: &str) -> Option<T> {
@@ -60,22 +63,76 @@ pub fn merge(global: &GlobalArgs, ctx: &ContextTable) -> Settings {
         // `websocket` is accepted as a synonym of `ws` (addition 9.7).
         a.transport = if t == "websocket" { "ws".to_owned() } else { t };
     }
-    set(&mut a.encryption_key, l.text(&global.encryption_key, Some("IGGY_CLI_ENCRYPTION_KEY"), "encryption_key"));
-    set(&mut a.http_api_url, l.text(&global.http_api_url, Some("IGGY_CLI_HTTP_API_URL"), "http_api_url"));
-    set(&mut a.http_retries, l.number(global.http_retries, "http_retries"));
-    set(&mut a.tcp_server_address, l.text(&global.tcp_server_address, Some("IGGY_CLI_TCP_SERVER_ADDRESS"), "tcp_server_address"));
-    if let Some(n) = l.number(global.tcp_reconnection_max_retries, "tcp_reconnection_max_retries") {
+    set(
+        &mut a.encryption_key,
+        l.text(
+            &global.encryption_key,
+            Some("IGGY_CLI_ENCRYPTION_KEY"),
+            "encryption_key",
+        ),
+    );
+    set(
+        &mut a.http_api_url,
+        l.text(
+            &global.http_api_url,
+            Some("IGGY_CLI_HTTP_API_URL"),
+            "http_api_url",
+        ),
+    );
+    set(
+        &mut a.http_retries,
+        l.number(global.http_retries, "http_retries"),
+    );
+    set(
+        &mut a.tcp_server_address,
+        l.text(
+            &global.tcp_server_address,
+            Some("IGGY_CLI_TCP_SERVER_ADDRESS"),
+            "tcp_server_address",
+        ),
+    );
+    if let Some(n) = l.number(
+        global.tcp_reconnection_max_retries,
+        "tcp_reconnection_max_retries",
+    ) {
         a.tcp_reconnection_max_retries = Some(n);
     }
-    set(&mut a.tcp_reconnection_interval, l.text(&global.tcp_reconnection_interval, None, "tcp_reconnection_interval"));
+    set(
+        &mut a.tcp_reconnection_interval,
+        l.text(
+            &global.tcp_reconnection_interval,
+            None,
+            "tcp_reconnection_interval",
+        ),
+    );
     a.tcp_tls_enabled = l.flag(global.tcp_tls_enabled, "tcp_tls_enabled");
-    set(&mut a.tcp_tls_domain, l.text(&global.tcp_tls_domain, None, "tcp_tls_domain"));
+    set(
+        &mut a.tcp_tls_domain,
+        l.text(&global.tcp_tls_domain, None, "tcp_tls_domain"),
+    );
     merge_quic(&l, global, &mut a);
-    set(&mut a.websocket_server_address, l.text(&global.websocket_server_address, Some("IGGY_CLI_WEBSOCKET_SERVER_ADDRESS"), "websocket_server_address"));
-    if let Some(n) = l.number(global.websocket_reconnection_max_retries, "websocket_reconnection_max_retries") {
+    set(
+        &mut a.websocket_server_address,
+        l.text(
+            &global.websocket_server_address,
+            Some("IGGY_CLI_WEBSOCKET_SERVER_ADDRESS"),
+            "websocket_server_address",
+        ),
+    );
+    if let Some(n) = l.number(
+        global.websocket_reconnection_max_retries,
+        "websocket_reconnection_max_retries",
+    ) {
         a.websocket_reconnection_max_retries = Some(n);
     }
-    set(&mut a.websocket_reconnection_interval, l.text(&global.websocket_reconnection_interval, None, "websocket_reconnection_interval"));
+    set(
+        &mut a.websocket_reconnection_interval,
+        l.text(
+            &global.websocket_reconnection_interval,
+            None,
+            "websocket_reconnection_interval",
+        ),
+    );
     Settings {
         args: a,
         credentials: merge_credentials(global, &l),
@@ -83,21 +140,74 @@ pub fn merge(global: &GlobalArgs, ctx: &ContextTable) -> Settings {
 }
 
 fn merge_quic(l: &Layers, g: &GlobalArgs, a: &mut Args) {
-    set(&mut a.quic_client_address, l.text(&g.quic_client_address, None, "quic_client_address"));
-    set(&mut a.quic_server_address, l.text(&g.quic_server_address, Some("IGGY_CLI_QUIC_SERVER_ADDRESS"), "quic_server_address"));
-    set(&mut a.quic_server_name, l.text(&g.quic_server_name, None, "quic_server_name"));
-    if let Some(n) = l.number(g.quic_reconnection_max_retries, "quic_reconnection_max_retries") {
+    set(
+        &mut a.quic_client_address,
+        l.text(&g.quic_client_address, None, "quic_client_address"),
+    );
+    set(
+        &mut a.quic_server_address,
+        l.text(
+            &g.quic_server_address,
+            Some("IGGY_CLI_QUIC_SERVER_ADDRESS"),
+            "quic_server_address",
+        ),
+    );
+    set(
+        &mut a.quic_server_name,
+        l.text(&g.quic_server_name, None, "quic_server_name"),
+    );
+    if let Some(n) = l.number(
+        g.quic_reconnection_max_retries,
+        "quic_reconnection_max_retries",
+    ) {
         a.quic_reconnection_max_retries = Some(n);
     }
-    set(&mut a.quic_reconnection_interval, l.text(&g.quic_reconnection_interval, None, "quic_reconnection_interval"));
-    set(&mut a.quic_max_concurrent_bidi_streams, l.number(g.quic_max_concurrent_bidi_streams, "quic_max_concurrent_bidi_streams"));
-    set(&mut a.quic_datagram_send_buffer_size, l.number(g.quic_datagram_send_buffer_size, "quic_datagram_send_buffer_size"));
-    set(&mut a.quic_initial_mtu, l.number(g.quic_initial_mtu, "quic_initial_mtu"));
-    set(&mut a.quic_send_window, l.number(g.quic_send_window, "quic_send_window"));
-    set(&mut a.quic_receive_window, l.number(g.quic_receive_window, "quic_receive_window"));
-    set(&mut a.quic_response_buffer_size, l.number(g.quic_response_buffer_size, "quic_response_buffer_size"));
-    set(&mut a.quic_keep_alive_interval, l.number(g.quic_keep_alive_interval, "quic_keep_alive_interval"));
-    set(&mut a.quic_max_idle_timeout, l.number(g.quic_max_idle_timeout, "quic_max_idle_timeout"));
+    set(
+        &mut a.quic_reconnection_interval,
+        l.text(
+            &g.quic_reconnection_interval,
+            None,
+            "quic_reconnection_interval",
+        ),
+    );
+    set(
+        &mut a.quic_max_concurrent_bidi_streams,
+        l.number(
+            g.quic_max_concurrent_bidi_streams,
+            "quic_max_concurrent_bidi_streams",
+        ),
+    );
+    set(
+        &mut a.quic_datagram_send_buffer_size,
+        l.number(
+            g.quic_datagram_send_buffer_size,
+            "quic_datagram_send_buffer_size",
+        ),
+    );
+    set(
+        &mut a.quic_initial_mtu,
+        l.number(g.quic_initial_mtu, "quic_initial_mtu"),
+    );
+    set(
+        &mut a.quic_send_window,
+        l.number(g.quic_send_window, "quic_send_window"),
+    );
+    set(
+        &mut a.quic_receive_window,
+        l.number(g.quic_receive_window, "quic_receive_window"),
+    );
+    set(
+        &mut a.quic_response_buffer_size,
+        l.number(g.quic_response_buffer_size, "quic_response_buffer_size"),
+    );
+    set(
+        &mut a.quic_keep_alive_interval,
+        l.number(g.quic_keep_alive_interval, "quic_keep_alive_interval"),
+    );
+    set(
+        &mut a.quic_max_idle_timeout,
+        l.number(g.quic_max_idle_timeout, "quic_max_idle_timeout"),
+    );
     a.quic_validate_certificate = l.flag(g.quic_validate_certificate, "quic_validate_certificate");
 }
 

@@ -135,8 +135,7 @@ pub struct PollArgs {
 }
 
 /// The usage error the reference prints when no polling strategy is given.
-pub const MISSING_STRATEGY: &str =
-    "the following required arguments were not provided:\n  <--offset <OFFSET>|--first|--last|--next>";
+pub const MISSING_STRATEGY: &str = "the following required arguments were not provided:\n  <--offset <OFFSET>|--first|--last|--next>";
 
 impl PollArgs {
     pub fn missing_strategy(&self) -> bool {

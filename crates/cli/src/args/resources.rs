@@ -4,7 +4,9 @@
 use super::ListModeArg;
 use crate::parse;
 use clap::{Args, Subcommand, ValueEnum};
-use iggy::prelude::{CompressionAlgorithm, GlobalPermissions, Identifier, IggyExpiry, MaxTopicSize};
+use iggy::prelude::{
+    CompressionAlgorithm, GlobalPermissions, Identifier, IggyExpiry, MaxTopicSize,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum StreamAction {

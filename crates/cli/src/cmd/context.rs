@@ -30,12 +30,20 @@ pub fn run(action: ContextAction, state: &ContextState, out: &Out) -> Result<(),
 }
 
 fn display_name(name: &str, state: &ContextState) -> String {
-    if name == state.active { format!("{name}*") } else { name.to_owned() }
+    if name == state.active {
+        format!("{name}*")
+    } else {
+        name.to_owned()
+    }
 }
 
 fn list(mode: ListMode, state: &ContextState, out: &Out) -> Result<(), CliError> {
     out.executing(&format!("list contexts in {mode} mode"));
-    let names: Vec<String> = state.contexts.keys().map(|n| display_name(n, state)).collect();
+    let names: Vec<String> = state
+        .contexts
+        .keys()
+        .map(|n| display_name(n, state))
+        .collect();
     out.json(&names);
     match mode {
         ListMode::Table => print_rows(out, mode, &["Name"], names.into_iter().map(|n| vec![n])),
@@ -57,9 +65,14 @@ fn list(mode: ListMode, state: &ContextState, out: &Out) -> Result<(), CliError>
 
 fn validate_name(name: &str, state: &ContextState) -> Result<(), CliError> {
     if name.trim().is_empty() {
-        return Err(CliError::message("context name cannot be empty or whitespace-only"));
+        return Err(CliError::message(
+            "context name cannot be empty or whitespace-only",
+        ));
     }
-    if !name.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+    if !name
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(CliError::message(
             "context name must contain only alphanumeric characters, hyphens, and underscores",
         ));
@@ -70,7 +83,9 @@ fn validate_name(name: &str, state: &ContextState) -> Result<(), CliError> {
         )));
     }
     if state.contexts.contains_key(name) {
-        return Err(CliError::message(format!("context '{name}' already exists in contexts.toml")));
+        return Err(CliError::message(format!(
+            "context '{name}' already exists in contexts.toml"
+        )));
     }
     Ok(())
 }
@@ -88,9 +103,13 @@ fn create(a: ContextCreateArgs, state: &ContextState, out: &Out) -> Result<(), C
     }
     let mut table = ContextTable::new();
     let texts = [
-        ("username", a.username), ("password", a.password), ("token", a.token),
-        ("token_name", a.token_name), ("transport", a.transport),
-        ("http_api_url", a.http_api_url), ("tcp_server_address", a.tcp_server_address),
+        ("username", a.username),
+        ("password", a.password),
+        ("token", a.token),
+        ("token_name", a.token_name),
+        ("transport", a.transport),
+        ("http_api_url", a.http_api_url),
+        ("tcp_server_address", a.tcp_server_address),
         ("quic_server_address", a.quic_server_address),
     ];
     for (key, value) in texts {
@@ -103,7 +122,12 @@ fn create(a: ContextCreateArgs, state: &ContextState, out: &Out) -> Result<(), C
     }
     let mut contexts = state.contexts.clone();
     contexts.insert(name.clone(), table);
-    ContextState { dir: state.dir.clone(), contexts, active: state.active.clone() }.write_contexts()?;
+    ContextState {
+        dir: state.dir.clone(),
+        contexts,
+        active: state.active.clone(),
+    }
+    .write_contexts()?;
     out.line(format!("context '{name}' created successfully"));
     out.ok(serde_json::json!({"name": name}));
     Ok(())
@@ -115,11 +139,17 @@ fn delete(name: String, state: &ContextState, out: &Out) -> Result<(), CliError>
         return Err(CliError::message("cannot delete the 'default' context"));
     }
     if !state.contexts.contains_key(&name) {
-        return Err(CliError::message(format!("context '{name}' not found in contexts.toml")));
+        return Err(CliError::message(format!(
+            "context '{name}' not found in contexts.toml"
+        )));
     }
     let mut contexts = state.contexts.clone();
     contexts.remove(&name);
-    let updated = ContextState { dir: state.dir.clone(), contexts, active: state.active.clone() };
+    let updated = ContextState {
+        dir: state.dir.clone(),
+        contexts,
+        active: state.active.clone(),
+    };
     updated.write_contexts()?;
     if state.active == name {
         updated.write_active(DEFAULT_CONTEXT)?;
@@ -139,7 +169,11 @@ fn show(name: &str, state: &ContextState, out: &Out) -> Result<(), CliError> {
     let order = KNOWN_KEYS.iter().skip(4).chain(KNOWN_KEYS.iter().take(4));
     for (key, label, _, masked) in order {
         if let Some(value) = table.get(*key) {
-            let text = if *masked { MASK.to_owned() } else { plain_value(value) };
+            let text = if *masked {
+                MASK.to_owned()
+            } else {
+                plain_value(value)
+            };
             rows.push(((*label).to_owned(), text));
         }
     }
@@ -147,7 +181,9 @@ fn show(name: &str, state: &ContextState, out: &Out) -> Result<(), CliError> {
     for (key, value) in table.iter().filter(|(k, _)| !known(k)) {
         rows.push((key.clone(), value.to_string()));
     }
-    out.table(&property_table(rows.iter().map(|(l, v)| (l.as_str(), v.clone())).collect()));
+    out.table(&property_table(
+        rows.iter().map(|(l, v)| (l.as_str(), v.clone())).collect(),
+    ));
     out.json(table);
     Ok(())
 }

@@ -8,8 +8,8 @@ use crate::args::message::{InputFormat, SendArgs};
 use crate::error::{CliError, Context};
 use bytes::Bytes;
 use iggy::prelude::{
-    HeaderKey, HeaderValue, IggyError, IggyMessage, IggyMessageHeader, MessageClient,
-    Partitioning, IGGY_MESSAGE_HEADER_SIZE,
+    HeaderKey, HeaderValue, IGGY_MESSAGE_HEADER_SIZE, IggyError, IggyMessage, IggyMessageHeader,
+    MessageClient, Partitioning,
 };
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
@@ -18,7 +18,12 @@ pub async fn run(action: MessageAction, run: &Run<'_>) -> Result<(), CliError> {
     match action {
         MessageAction::Send(a) => send(a, run).await,
         MessageAction::Poll(a) => super::poll::poll(a, run).await,
-        MessageAction::Flush { stream_id: s, topic_id: t, partition_id: p, fsync } => {
+        MessageAction::Flush {
+            stream_id: s,
+            topic_id: t,
+            partition_id: p,
+            fsync,
+        } => {
             let f = if fsync { "with fsync" } else { "without fsync" };
             let what = format!(
                 "messages from topic with ID: {t} and stream with ID: {s} (partition with ID: {p}) {f}"
@@ -70,13 +75,14 @@ async fn send(a: SendArgs, run: &Run<'_>) -> Result<(), CliError> {
         bar.finish_and_clear();
     }
     run.out.line(format!("Sent messages to {target}"));
-    run.out.json(&serde_json::json!({"ok": true, "messages": total, "confirmations": confirmations}));
+    run.out
+        .json(&serde_json::json!({"ok": true, "messages": total, "confirmations": confirmations}));
     Ok(())
 }
 
 fn progress_bar(a: &SendArgs, run: &Run<'_>, total: usize) -> Option<indicatif::ProgressBar> {
-    let wanted = a.progress
-        || (a.batch_size.is_some() && std::io::stderr().is_terminal() && !run.out.quiet);
+    let wanted =
+        a.progress || (a.batch_size.is_some() && std::io::stderr().is_terminal() && !run.out.quiet);
     if a.no_progress || !wanted {
         return None;
     }
@@ -102,7 +108,7 @@ fn partitioning(a: &SendArgs) -> Result<Partitioning, CliError> {
         return Ok(Partitioning::partition_id(p));
     }
     if let Some(key) = &a.message_key {
-        return Partitioning::messages_key_str(key).map_err(|e| CliError::tool(e));
+        return Partitioning::messages_key_str(key).map_err(CliError::tool);
     }
     Ok(Partitioning::balanced())
 }
@@ -155,7 +161,10 @@ fn stdin_batches(a: &SendArgs, input: Vec<u8>) -> Result<Batches, CliError> {
 }
 
 fn split_records(input: &[u8], separator: u8) -> Vec<Vec<u8>> {
-    let mut records: Vec<Vec<u8>> = input.split(|b| *b == separator).map(<[u8]>::to_vec).collect();
+    let mut records: Vec<Vec<u8>> = input
+        .split(|b| *b == separator)
+        .map(<[u8]>::to_vec)
+        .collect();
     if records.last().is_some_and(Vec::is_empty) {
         records.pop();
     }
@@ -164,12 +173,19 @@ fn split_records(input: &[u8], separator: u8) -> Vec<Vec<u8>> {
 
 fn split_key(record: &[u8], delimiter: &[u8]) -> (Vec<u8>, Vec<u8>) {
     match record.windows(delimiter.len()).position(|w| w == delimiter) {
-        Some(at) => (record[..at].to_vec(), record[at + delimiter.len()..].to_vec()),
+        Some(at) => (
+            record[..at].to_vec(),
+            record[at + delimiter.len()..].to_vec(),
+        ),
         None => (Vec::new(), record.to_vec()),
     }
 }
 
-fn to_messages(a: &SendArgs, payloads: Vec<Vec<u8>>, source: &str) -> Result<Vec<IggyMessage>, CliError> {
+fn to_messages(
+    a: &SendArgs,
+    payloads: Vec<Vec<u8>>,
+    source: &str,
+) -> Result<Vec<IggyMessage>, CliError> {
     let headers = headers_of(a);
     let single = payloads.len() == 1;
     payloads
@@ -189,14 +205,13 @@ fn to_messages(a: &SendArgs, payloads: Vec<Vec<u8>>, source: &str) -> Result<Vec
 fn read_message_file(file: &str, run: &Run<'_>) -> Result<Vec<IggyMessage>, CliError> {
     let data = if file == "-" {
         let mut data = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut data)
-            .map(|_| data)
+        std::io::stdin().read_to_end(&mut data).map(|_| data)
     } else {
         std::fs::read(file)
     }
     .map_err(|e| CliError::caused(format!("Problem opening file for reading: {file}"), e))?;
-    run.out.line(format!("Read {} bytes from {file} file", data.len()));
+    run.out
+        .line(format!("Read {} bytes from {file} file", data.len()));
     let data = Bytes::from(data);
     let (mut messages, mut at) = (Vec::new(), 0usize);
     while at < data.len() {
@@ -206,12 +221,17 @@ fn read_message_file(file: &str, run: &Run<'_>) -> Result<Vec<IggyMessage>, CliE
                 at += size;
             }
             Err(e) => {
-                run.out.line(format!("Failed to parse message from bytes: {e} at offset {at}"));
+                run.out.line(format!(
+                    "Failed to parse message from bytes: {e} at offset {at}"
+                ));
                 break;
             }
         }
     }
-    run.out.line(format!("Created {} messages using {at} bytes", messages.len()));
+    run.out.line(format!(
+        "Created {} messages using {at} bytes",
+        messages.len()
+    ));
     Ok(messages)
 }
 

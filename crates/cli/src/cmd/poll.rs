@@ -23,7 +23,9 @@ const MESSAGE_HEADER_BYTES: u64 = 64;
 
 pub async fn poll(a: PollArgs, run: &Run<'_>) -> Result<(), CliError> {
     let (s, t) = (&a.stream_id, &a.topic_id);
-    run.out.executing(&format!("poll messages from topic ID: {t} and stream with ID: {s}"));
+    run.out.executing(&format!(
+        "poll messages from topic ID: {t} and stream with ID: {s}"
+    ));
     let strategy = strategy(&a)?;
     if a.follow {
         return follow(&a, run, strategy).await;
@@ -46,7 +48,8 @@ pub async fn poll(a: PollArgs, run: &Run<'_>) -> Result<(), CliError> {
     }
     print_json(run, &polled);
     if run.out.is_text() {
-        run.out.table(&messages_table(&polled.messages, a.show_headers));
+        run.out
+            .table(&messages_table(&polled.messages, a.show_headers));
     }
     Ok(())
 }
@@ -59,7 +62,15 @@ async fn poll_once(
 ) -> Result<PolledMessages, CliError> {
     let consumer = Consumer::new(a.consumer.clone());
     run.client
-        .poll_messages(&a.stream_id, &a.topic_id, Some(a.partition_id), &consumer, strategy, count, a.auto_commit)
+        .poll_messages(
+            &a.stream_id,
+            &a.topic_id,
+            Some(a.partition_id),
+            &consumer,
+            strategy,
+            count,
+            a.auto_commit,
+        )
         .await
         .context(|| {
             format!(
@@ -105,13 +116,22 @@ pub fn parse_timestamp(text: &str) -> Result<IggyTimestamp, CliError> {
 fn total_size(messages: &[IggyMessage]) -> u64 {
     messages
         .iter()
-        .map(|m| MESSAGE_HEADER_BYTES + m.payload.len() as u64 + m.user_headers.as_ref().map_or(0, |h| h.len() as u64))
+        .map(|m| {
+            MESSAGE_HEADER_BYTES
+                + m.payload.len() as u64
+                + m.user_headers.as_ref().map_or(0, |h| h.len() as u64)
+        })
         .sum()
 }
 
-fn store_messages(path: &std::path::Path, messages: &[IggyMessage], run: &Run<'_>) -> Result<(), CliError> {
+fn store_messages(
+    path: &std::path::Path,
+    messages: &[IggyMessage],
+    run: &Run<'_>,
+) -> Result<(), CliError> {
     let name = path.display();
-    run.out.line(format!("Storing messages to {name} binary file"));
+    run.out
+        .line(format!("Storing messages to {name} binary file"));
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -135,10 +155,15 @@ fn store_messages(path: &std::path::Path, messages: &[IggyMessage], run: &Run<'_
 
 fn messages_table(messages: &[IggyMessage], show_headers: bool) -> comfy_table::Table {
     let mut columns: BTreeSet<(String, String)> = BTreeSet::new();
-    let parsed: Vec<Vec<(String, HeaderKind, String)>> = messages.iter().map(header_cells).collect();
+    let parsed: Vec<Vec<(String, HeaderKind, String)>> =
+        messages.iter().map(header_cells).collect();
     if show_headers {
         for headers in &parsed {
-            columns.extend(headers.iter().map(|(k, kind, _)| (k.clone(), kind.to_string())));
+            columns.extend(
+                headers
+                    .iter()
+                    .map(|(k, kind, _)| (k.clone(), kind.to_string())),
+            );
         }
     }
     let mut t = table(&["Offset", "Timestamp", "ID", "Length", "Payload"]);
@@ -147,7 +172,11 @@ fn messages_table(messages: &[IggyMessage], show_headers: bool) -> comfy_table::
             .iter()
             .map(Cell::new)
             .collect();
-        header.extend(columns.iter().map(|(k, kind)| centered(format!("Header: {k}\n{kind}"))));
+        header.extend(
+            columns
+                .iter()
+                .map(|(k, kind)| centered(format!("Header: {k}\n{kind}"))),
+        );
         t.set_header(header);
     }
     for (message, headers) in messages.iter().zip(&parsed) {
@@ -184,17 +213,25 @@ fn header_cells(message: &IggyMessage) -> Vec<(String, HeaderKind, String)> {
 fn message_json(partition_id: u32, m: &IggyMessage) -> serde_json::Value {
     let (payload, encoding) = match std::str::from_utf8(&m.payload) {
         Ok(text) => (text.to_owned(), "utf8"),
-        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&m.payload), "base64"),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(&m.payload),
+            "base64",
+        ),
     };
     let mut headers = serde_json::Map::new();
     if let Ok(Some(map)) = m.user_headers_map() {
         for (k, v) in &map {
             let value = if v.kind() == HeaderKind::Raw {
-                serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(v.value()))
+                serde_json::Value::String(
+                    base64::engine::general_purpose::STANDARD.encode(v.value()),
+                )
             } else {
                 serde_json::Value::String(v.to_string_value())
             };
-            headers.insert(k.to_string_value(), serde_json::json!({"kind": v.kind().to_string(), "value": value}));
+            headers.insert(
+                k.to_string_value(),
+                serde_json::json!({"kind": v.kind().to_string(), "value": value}),
+            );
         }
     }
     serde_json::json!({
@@ -212,7 +249,10 @@ fn message_json(partition_id: u32, m: &IggyMessage) -> serde_json::Value {
 }
 
 fn print_json(run: &Run<'_>, polled: &PolledMessages) {
-    let items = polled.messages.iter().map(|m| message_json(polled.partition_id, m));
+    let items = polled
+        .messages
+        .iter()
+        .map(|m| message_json(polled.partition_id, m));
     match run.out.format {
         OutputFormat::Text => {}
         OutputFormat::Json => run.out.json(&serde_json::json!({
@@ -237,8 +277,13 @@ async fn follow(a: &PollArgs, run: &Run<'_>, first: PollingStrategy) -> Result<(
         };
         for m in &polled.messages {
             if run.out.is_text() {
-                let time = IggyTimestamp::from(m.header.timestamp).to_local_string(TIME_FORMAT_MICROS);
-                run.out.always(format!("{}|{time}|{}", m.header.offset, String::from_utf8_lossy(&m.payload)));
+                let time =
+                    IggyTimestamp::from(m.header.timestamp).to_local_string(TIME_FORMAT_MICROS);
+                run.out.always(format!(
+                    "{}|{time}|{}",
+                    m.header.offset,
+                    String::from_utf8_lossy(&m.payload)
+                ));
             } else {
                 run.out.json(&message_json(polled.partition_id, m));
             }

@@ -17,16 +17,25 @@ const DEFAULT_SESSION_SECS: u64 = 15 * 60;
 
 fn stored_session(store: &SecretStore, server: &str) -> Option<String> {
     if let Err(e) = store.status() {
-        warn(&format!("keyring backend unavailable, treating session as inactive: {e}"));
+        warn(&format!(
+            "keyring backend unavailable, treating session as inactive: {e}"
+        ));
         return None;
     }
-    store.get(&session_service(server), SESSION_ACCOUNT).ok().flatten()
+    store
+        .get(&session_service(server), SESSION_ACCOUNT)
+        .ok()
+        .flatten()
 }
 
 pub fn status(server: &str, store: &SecretStore, out: &Out) {
     out.executing("session status command");
     let active = stored_session(store, server).is_some();
-    let shown = if active { "Yes (token presence only, freshness not verified)" } else { "No" };
+    let shown = if active {
+        "Yes (token presence only, freshness not verified)"
+    } else {
+        "No"
+    };
     out.table(&property_table(vec![
         ("Server Address", server.to_owned()),
         ("Session Active", shown.to_owned()),
@@ -48,8 +57,10 @@ pub async fn login(a: LoginArgs, run: &Run<'_>) -> Result<(), CliError> {
     if stored_session(run.store, &server).is_some() {
         let now = IggyTimestamp::now();
         if on_server.is_some_and(|t| t.expiry_at.is_none_or(|e| e.as_micros() > now.as_micros())) {
-            run.out.line(format!("Already logged into Iggy server {server}"));
-            run.out.ok(serde_json::json!({"server_address": server, "already": true}));
+            run.out
+                .line(format!("Already logged into Iggy server {server}"));
+            run.out
+                .ok(serde_json::json!({"server_address": server, "already": true}));
             return Ok(());
         }
         let _ = run.store.delete(&service, SESSION_ACCOUNT);
@@ -58,10 +69,14 @@ pub async fn login(a: LoginArgs, run: &Run<'_>) -> Result<(), CliError> {
         run.client
             .delete_personal_access_token(SESSION_ACCOUNT)
             .await
-            .context(|| format!("Problem deleting old personal access token with name: {SESSION_ACCOUNT}"))?;
+            .context(|| {
+                format!("Problem deleting old personal access token with name: {SESSION_ACCOUNT}")
+            })?;
     }
     let expiry = if a.expiry.is_empty() {
-        IggyExpiry::ExpireDuration(IggyDuration::from(Duration::from_secs(DEFAULT_SESSION_SECS)))
+        IggyExpiry::ExpireDuration(IggyDuration::from(Duration::from_secs(
+            DEFAULT_SESSION_SECS,
+        )))
     } else {
         sum_expiry(&a.expiry)
     };
@@ -69,9 +84,14 @@ pub async fn login(a: LoginArgs, run: &Run<'_>) -> Result<(), CliError> {
         .client
         .create_personal_access_token(SESSION_ACCOUNT, expiry)
         .await
-        .context(|| format!("Problem creating personal access token with name: {SESSION_ACCOUNT}"))?;
-    run.store.set(&service, SESSION_ACCOUNT, &token.token).map_err(CliError::message)?;
-    run.out.line(format!("Successfully logged into Iggy server {server}"));
+        .context(|| {
+            format!("Problem creating personal access token with name: {SESSION_ACCOUNT}")
+        })?;
+    run.store
+        .set(&service, SESSION_ACCOUNT, &token.token)
+        .map_err(CliError::message)?;
+    run.out
+        .line(format!("Successfully logged into Iggy server {server}"));
     run.out.ok(serde_json::json!({"server_address": server}));
     Ok(())
 }
@@ -83,10 +103,13 @@ pub async fn logout(run: &Run<'_>, credentials: Option<&Credentials>) -> Result<
         run.client
             .delete_personal_access_token(SESSION_ACCOUNT)
             .await
-            .context(|| format!("Problem deleting personal access token with name: {SESSION_ACCOUNT}"))?;
+            .context(|| {
+                format!("Problem deleting personal access token with name: {SESSION_ACCOUNT}")
+            })?;
         let _ = run.store.delete(&session_service(&server), SESSION_ACCOUNT);
     }
-    run.out.line(format!("Successfully logged out from Iggy server {server}"));
+    run.out
+        .line(format!("Successfully logged out from Iggy server {server}"));
     run.out.ok(serde_json::json!({"server_address": server}));
     Ok(())
 }

@@ -12,11 +12,15 @@ pub async fn run(action: StreamAction, run: &Run<'_>) -> Result<(), CliError> {
     let (client, out) = (run.client, run.out);
     match action {
         StreamAction::Create { name, .. } => {
-            out.executing(&format!("create stream with name: {name} and ID auto incremented"));
+            out.executing(&format!(
+                "create stream with name: {name} and ID auto incremented"
+            ));
             let stream = client.create_stream(&name).await.context(|| {
                 format!("Problem creating stream (name: {name} and ID auto incremented)")
             })?;
-            out.line(format!("Stream with name: {name} and ID auto incremented created"));
+            out.line(format!(
+                "Stream with name: {name} and ID auto incremented created"
+            ));
             out.json(&stream);
         }
         StreamAction::Delete { stream_id: s } => {
@@ -93,7 +97,12 @@ async fn list(run: &Run<'_>, mode: ListMode) -> Result<(), CliError> {
             s.topics_count.to_string(),
         ]
     });
-    print_rows(out, mode, &["ID", "Created", "Name", "Size (B)", "Messages", "Topics"], rows);
+    print_rows(
+        out,
+        mode,
+        &["ID", "Created", "Name", "Size (B)", "Messages", "Topics"],
+        rows,
+    );
     Ok(())
 }
 

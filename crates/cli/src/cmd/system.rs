@@ -22,7 +22,10 @@ pub async fn ping(a: PingArgs, run: &Run<'_>) -> Result<(), CliError> {
     let mut times_ms = Vec::new();
     for i in 1..=a.count {
         let started = Instant::now();
-        run.client.ping().await.context(|| "Problem sending ping command".to_owned())?;
+        run.client
+            .ping()
+            .await
+            .context(|| "Problem sending ping command".to_owned())?;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         times_ms.push(ms);
         out.line(format!("Ping sequence id: {i:>width$} time: {ms:.2} ms"));
@@ -35,7 +38,9 @@ pub async fn ping(a: PingArgs, run: &Run<'_>) -> Result<(), CliError> {
     let mdev = (times_ms.iter().map(|t| (t - avg).powi(2)).sum::<f64>() / n).sqrt();
     out.line("");
     out.line(format!("Ping statistics for {} ping commands", a.count));
-    out.line(format!("min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{mdev:.3} ms"));
+    out.line(format!(
+        "min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{mdev:.3} ms"
+    ));
     out.json(&serde_json::json!({"count": a.count, "min_ms": min, "avg_ms": avg, "max_ms": max, "mdev_ms": mdev}));
     Ok(())
 }
@@ -53,7 +58,11 @@ fn transport_name(raw: &str) -> String {
 
 pub async fn me(run: &Run<'_>) -> Result<(), CliError> {
     run.out.executing("me command");
-    let me = run.client.get_me().await.context(|| "Problem sending get_me command".to_owned())?;
+    let me = run
+        .client
+        .get_me()
+        .await
+        .context(|| "Problem sending get_me command".to_owned())?;
     let mut rows = vec![("Client ID", me.client_id.to_string())];
     if let Some(user) = me.user_id {
         rows.push(("User ID", user.to_string()));
@@ -88,7 +97,12 @@ pub async fn options(a: OptionsArgs, run: &Run<'_>) -> Result<(), CliError> {
                 .map(|v| v.to_string_value())
                 .unwrap_or_else(|_| format!("<{} bytes>", spec.default_value.len()))
         };
-        t.add_row(vec![spec.key.clone(), spec.kind.to_string(), default, spec.description.clone()]);
+        t.add_row(vec![
+            spec.key.clone(),
+            spec.kind.to_string(),
+            default,
+            spec.description.clone(),
+        ]);
     }
     out.table(&t);
     Ok(())
@@ -97,7 +111,11 @@ pub async fn options(a: OptionsArgs, run: &Run<'_>) -> Result<(), CliError> {
 pub async fn stats(a: StatsArgs, run: &Run<'_>) -> Result<(), CliError> {
     let out = run.out;
     out.executing("stats command");
-    let stats = run.client.get_stats().await.context(|| "Problem sending get_stats command".to_owned())?;
+    let stats = run
+        .client
+        .get_stats()
+        .await
+        .context(|| "Problem sending get_stats command".to_owned())?;
     if !out.is_text() {
         out.json(&stats);
         return Ok(());
@@ -127,14 +145,26 @@ fn stats_rows(s: &Stats) -> Vec<(&'static str, String)> {
         ("Iggy Server PID", s.process_id.to_string()),
         ("Iggy Server CPU Usage", format!("{:.4} %", s.cpu_usage)),
         ("Total CPU Usage", format!("{:.4} %", s.total_cpu_usage)),
-        ("Iggy Server Memory Usage", s.memory_usage.as_bytes_u64().to_string()),
-        ("Total Memory (RAM)", s.total_memory.as_bytes_u64().to_string()),
-        ("Available Memory (RAM)", s.available_memory.as_bytes_u64().to_string()),
+        (
+            "Iggy Server Memory Usage",
+            s.memory_usage.as_bytes_u64().to_string(),
+        ),
+        (
+            "Total Memory (RAM)",
+            s.total_memory.as_bytes_u64().to_string(),
+        ),
+        (
+            "Available Memory (RAM)",
+            s.available_memory.as_bytes_u64().to_string(),
+        ),
         ("Iggy Server Run Time", s.run_time.as_secs().to_string()),
         ("Start Time (UTC)", utc(s.start_time)),
         ("Read Bytes", s.read_bytes.as_bytes_u64().to_string()),
         ("Written Bytes", s.written_bytes.as_bytes_u64().to_string()),
-        ("Messages Size Bytes", s.messages_size_bytes.as_bytes_u64().to_string()),
+        (
+            "Messages Size Bytes",
+            s.messages_size_bytes.as_bytes_u64().to_string(),
+        ),
         ("Streams Count", s.streams_count.to_string()),
         ("Topics Count", s.topics_count.to_string()),
         ("Partitions Count", s.partitions_count.to_string()),
@@ -143,8 +173,14 @@ fn stats_rows(s: &Stats) -> Vec<(&'static str, String)> {
         ("Clients Count", s.clients_count.to_string()),
         ("Consumer Groups Count", s.consumer_groups_count.to_string()),
         ("Threads Count", s.threads_count.to_string()),
-        ("Free Disk Space", s.free_disk_space.as_bytes_u64().to_string()),
-        ("Total Disk Space", s.total_disk_space.as_bytes_u64().to_string()),
+        (
+            "Free Disk Space",
+            s.free_disk_space.as_bytes_u64().to_string(),
+        ),
+        (
+            "Total Disk Space",
+            s.total_disk_space.as_bytes_u64().to_string(),
+        ),
         ("OS Name", s.os_name.clone()),
         ("OS Version", s.os_version.clone()),
         ("Kernel Version", s.kernel_version.clone()),
@@ -160,7 +196,9 @@ pub async fn snapshot(a: SnapshotArgs, run: &Run<'_>) -> Result<(), CliError> {
         .snapshot(a.compression, types)
         .await
         .context(|| "Problem sending snapshot command".to_owned())?;
-    let name = chrono::Local::now().format("snapshot_%Y%m%d_%H%M%S.zip").to_string();
+    let name = chrono::Local::now()
+        .format("snapshot_%Y%m%d_%H%M%S.zip")
+        .to_string();
     let path = a.out_dir.join(name);
     let mut file = std::fs::File::create(&path)
         .map_err(|e| CliError::caused(format!("Failed to create file at {:?}", path), e))?;
@@ -180,13 +218,20 @@ pub async fn clients(action: ClientAction, run: &Run<'_>) -> Result<(), CliError
     match action {
         ClientAction::Get { client_id: id } => {
             out.executing(&format!("get client with ID: {id}"));
-            let client = run.client.get_client(id).await.context(|| format!("Problem getting client with ID: {id}"))?;
+            let client = run
+                .client
+                .get_client(id)
+                .await
+                .context(|| format!("Problem getting client with ID: {id}"))?;
             let Some(c) = client else {
                 return out.not_found(format!("Client with ID: {id} was not found"));
             };
             let mut rows = vec![
                 ("Client ID", c.client_id.to_string()),
-                ("User ID", c.user_id.map_or("None".to_owned(), |u| u.to_string())),
+                (
+                    "User ID",
+                    c.user_id.map_or("None".to_owned(), |u| u.to_string()),
+                ),
                 ("Address", c.address.clone()),
                 ("Transport", transport_name(&c.transport)),
                 ("Consumer Groups Count", c.consumer_groups_count.to_string()),
@@ -194,7 +239,11 @@ pub async fn clients(action: ClientAction, run: &Run<'_>) -> Result<(), CliError
             if c.consumer_groups_count > 0 {
                 let mut groups = nested_table(&["Stream ID", "Topic ID", "Consumer Group ID"]);
                 for g in &c.consumer_groups {
-                    groups.add_row(vec![g.stream_id.to_string(), g.topic_id.to_string(), g.group_id.to_string()]);
+                    groups.add_row(vec![
+                        g.stream_id.to_string(),
+                        g.topic_id.to_string(),
+                        g.group_id.to_string(),
+                    ]);
                 }
                 rows.push(("Consumer Groups Details", groups.to_string()));
             }
@@ -204,7 +253,11 @@ pub async fn clients(action: ClientAction, run: &Run<'_>) -> Result<(), CliError
         ClientAction::List(mode) => {
             let mode = mode.list_mode;
             out.executing(&format!("list clients in {mode} mode"));
-            let clients = run.client.get_clients().await.context(|| "Problem getting list of clients".to_owned())?;
+            let clients = run
+                .client
+                .get_clients()
+                .await
+                .context(|| "Problem getting list of clients".to_owned())?;
             out.json(&clients);
             if clients.is_empty() {
                 out.line("No clients found!");
@@ -219,7 +272,18 @@ pub async fn clients(action: ClientAction, run: &Run<'_>) -> Result<(), CliError
                     c.consumer_groups_count.to_string(),
                 ]
             });
-            print_rows(out, mode, &["Client ID", "User ID", "Address", "Transport", "Consumer Groups"], rows);
+            print_rows(
+                out,
+                mode,
+                &[
+                    "Client ID",
+                    "User ID",
+                    "Address",
+                    "Transport",
+                    "Consumer Groups",
+                ],
+                rows,
+            );
         }
     }
     Ok(())
@@ -243,10 +307,30 @@ pub async fn cluster(action: ClusterAction, run: &Run<'_>) -> Result<(), CliErro
     let rows = meta.nodes.iter().map(|n| {
         let e = &n.endpoints;
         vec![
-            n.name.clone(), n.ip.clone(), e.tcp.to_string(), e.quic.to_string(),
-            e.http.to_string(), e.websocket.to_string(), n.role.to_string(), n.status.to_string(),
+            n.name.clone(),
+            n.ip.clone(),
+            e.tcp.to_string(),
+            e.quic.to_string(),
+            e.http.to_string(),
+            e.websocket.to_string(),
+            n.role.to_string(),
+            n.status.to_string(),
         ]
     });
-    print_rows(out, mode, &["Name", "IP", "TCP", "QUIC", "HTTP", "WebSocket", "Role", "Status"], rows);
+    print_rows(
+        out,
+        mode,
+        &[
+            "Name",
+            "IP",
+            "TCP",
+            "QUIC",
+            "HTTP",
+            "WebSocket",
+            "Role",
+            "Status",
+        ],
+        rows,
+    );
     Ok(())
 }

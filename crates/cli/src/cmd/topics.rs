@@ -19,7 +19,10 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
     match action {
         TopicAction::Create(a) => create(a, run).await?,
         TopicAction::Update(a) => update(a, run).await?,
-        TopicAction::Delete { stream_id: s, topic_id: t } => {
+        TopicAction::Delete {
+            stream_id: s,
+            topic_id: t,
+        } => {
             out.executing(&format!("delete topic with ID: {t} in stream with ID: {s}"));
             client
                 .delete_topic(&s, &t)
@@ -28,7 +31,10 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
             out.line(format!("Topic with ID: {t} in stream with ID: {s} deleted"));
             out.ok(json!({"stream_id": s.to_string(), "topic_id": t.to_string()}));
         }
-        TopicAction::Purge { stream_id: s, topic_id: t } => {
+        TopicAction::Purge {
+            stream_id: s,
+            topic_id: t,
+        } => {
             out.executing(&format!("purge topic with ID: {t} in stream with ID: {s}"));
             client
                 .purge_topic(&s, &t)
@@ -37,7 +43,10 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
             out.line(format!("Topic with ID: {t} in stream with ID: {s} purged"));
             out.ok(json!({"stream_id": s.to_string(), "topic_id": t.to_string()}));
         }
-        TopicAction::Get { stream_id: s, topic_id: t } => {
+        TopicAction::Get {
+            stream_id: s,
+            topic_id: t,
+        } => {
             out.executing(&format!("get topic with ID: {t} from stream with ID: {s}"));
             let topic = client
                 .get_topic(&s, &t)
@@ -61,15 +70,24 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
         }
         TopicAction::List { stream_id: s, mode } => {
             let mode = mode.list_mode;
-            out.executing(&format!("list topics from stream with ID: {s} in {mode} mode"));
+            out.executing(&format!(
+                "list topics from stream with ID: {s} in {mode} mode"
+            ));
             let topics = client
                 .get_topics(&s)
                 .await
                 .context(|| format!("Problem getting topics from stream {s}"))?;
             out.json(&topics);
             let header = [
-                "ID", "Created", "Name", "Size (B)", "Max Topic Size (B)", "Compression",
-                "Message Expiry (s)", "Messages Count", "Partitions Count",
+                "ID",
+                "Created",
+                "Name",
+                "Size (B)",
+                "Max Topic Size (B)",
+                "Compression",
+                "Message Expiry (s)",
+                "Messages Count",
+                "Partitions Count",
             ];
             let rows = topics.iter().map(|t| {
                 vec![
@@ -98,7 +116,11 @@ fn durability(d: DurabilityArg) -> Durability {
 }
 
 fn expiry_of(tokens: &[IggyExpiry]) -> IggyExpiry {
-    if tokens.is_empty() { IggyExpiry::ServerDefault } else { sum_expiry(tokens) }
+    if tokens.is_empty() {
+        IggyExpiry::ServerDefault
+    } else {
+        sum_expiry(tokens)
+    }
 }
 
 async fn create(a: TopicCreateArgs, run: &Run<'_>) -> Result<(), CliError> {
@@ -113,7 +135,8 @@ async fn create(a: TopicCreateArgs, run: &Run<'_>) -> Result<(), CliError> {
         partitions_count: Some(a.partitions_count),
         compression_algorithm: (c == CompressionAlgorithm::Gzip).then_some(c),
         message_expiry: (expiry != IggyExpiry::ServerDefault).then_some(expiry),
-        max_topic_size: (a.max_topic_size != MaxTopicSize::ServerDefault).then_some(a.max_topic_size),
+        max_topic_size: (a.max_topic_size != MaxTopicSize::ServerDefault)
+            .then_some(a.max_topic_size),
         durability: durability(a.durability),
         consumer_offset_durability: durability(a.consumer_offset_durability),
         raw: a.set.iter().cloned().collect(),
@@ -164,15 +187,30 @@ pub async fn partitions(action: PartitionAction, run: &Run<'_>) -> Result<(), Cl
         PartitionAction::Delete(a) => ("delete", "Deleted", a),
     };
     let (s, t, n) = (&a.stream_id, &a.topic_id, a.partitions_count);
-    let what = format!("{n} partition{} for topic with ID: {t} and stream with ID: {s}", plural(n));
+    let what = format!(
+        "{n} partition{} for topic with ID: {t} and stream with ID: {s}",
+        plural(n)
+    );
     out.executing(&format!("{verb} {what}"));
     let context = || {
-        let gerund = if verb == "create" { "creating" } else { "deleting" };
+        let gerund = if verb == "create" {
+            "creating"
+        } else {
+            "deleting"
+        };
         format!("Problem {gerund} {what}")
     };
     match action {
-        PartitionAction::Create(_) => run.client.create_partitions(s, t, n).await.context(context)?,
-        PartitionAction::Delete(_) => run.client.delete_partitions(s, t, n).await.context(context)?,
+        PartitionAction::Create(_) => run
+            .client
+            .create_partitions(s, t, n)
+            .await
+            .context(context)?,
+        PartitionAction::Delete(_) => run
+            .client
+            .delete_partitions(s, t, n)
+            .await
+            .context(context)?,
     }
     out.line(format!("{done} {what}"));
     out.ok(json!({"stream_id": s.to_string(), "topic_id": t.to_string(), "partitions_count": n}));
@@ -180,7 +218,12 @@ pub async fn partitions(action: PartitionAction, run: &Run<'_>) -> Result<(), Cl
 }
 
 pub async fn segments(action: SegmentAction, run: &Run<'_>) -> Result<(), CliError> {
-    let SegmentAction::Delete { stream_id: s, topic_id: t, partition_id: p, segments_count: n } = action;
+    let SegmentAction::Delete {
+        stream_id: s,
+        topic_id: t,
+        partition_id: p,
+        segments_count: n,
+    } = action;
     let what = format!(
         "{n} segment{} for topic with ID: {t}, stream with ID: {s} and partition with ID: {p}",
         plural(n)

@@ -42,13 +42,20 @@ pub struct Server {
 }
 
 impl Server {
+    #[allow(clippy::zombie_processes)] // Drop kills and waits for the child.
     pub fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut command = Command::new(server_binary());
-        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("IGGY_") || k == "RUST_LOG") {
+        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("IGGY_") || k == "RUST_LOG")
+        {
             command.env_remove(key);
         }
-        for key in ["IGGY_TCP_ADDRESS", "IGGY_HTTP_ADDRESS", "IGGY_QUIC_ADDRESS", "IGGY_WEBSOCKET_ADDRESS"] {
+        for key in [
+            "IGGY_TCP_ADDRESS",
+            "IGGY_HTTP_ADDRESS",
+            "IGGY_QUIC_ADDRESS",
+            "IGGY_WEBSOCKET_ADDRESS",
+        ] {
             command.env(key, "127.0.0.1:0");
         }
         let log = std::fs::File::create(dir.path().join("server.out")).unwrap();
@@ -70,7 +77,11 @@ impl Server {
                 .ok()
                 .and_then(|t| t.parse::<toml::Value>().ok())
             {
-                return Server { child, _dir: dir, dump };
+                return Server {
+                    child,
+                    _dir: dir,
+                    dump,
+                };
             }
             assert!(Instant::now() < deadline, "server did not start");
             std::thread::sleep(Duration::from_millis(20));
@@ -78,7 +89,11 @@ impl Server {
     }
 
     pub fn address(&self, transport: &str) -> SocketAddr {
-        self.dump[transport]["address"].as_str().unwrap().parse().unwrap()
+        self.dump[transport]["address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
     }
 }
 
@@ -105,7 +120,11 @@ impl Run {
     }
     /// stderr without the keyring warnings a host without a keyring prints.
     pub fn errors(&self) -> String {
-        self.stderr.lines().filter(|l| !l.contains(" WARN ")).collect::<Vec<_>>().join("\n")
+        self.stderr
+            .lines()
+            .filter(|l| !l.contains(" WARN "))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -128,10 +147,22 @@ impl User {
             ("IGGY_PASSWORD".to_owned(), "iggy".to_owned()),
         ];
         if let Some(s) = server {
-            env.push(("IGGY_CLI_TCP_SERVER_ADDRESS".into(), s.address("tcp").to_string()));
-            env.push(("IGGY_CLI_QUIC_SERVER_ADDRESS".into(), s.address("quic").to_string()));
-            env.push(("IGGY_CLI_WEBSOCKET_SERVER_ADDRESS".into(), s.address("websocket").to_string()));
-            env.push(("IGGY_CLI_HTTP_API_URL".into(), format!("http://{}", s.address("http"))));
+            env.push((
+                "IGGY_CLI_TCP_SERVER_ADDRESS".into(),
+                s.address("tcp").to_string(),
+            ));
+            env.push((
+                "IGGY_CLI_QUIC_SERVER_ADDRESS".into(),
+                s.address("quic").to_string(),
+            ));
+            env.push((
+                "IGGY_CLI_WEBSOCKET_SERVER_ADDRESS".into(),
+                s.address("websocket").to_string(),
+            ));
+            env.push((
+                "IGGY_CLI_HTTP_API_URL".into(),
+                format!("http://{}", s.address("http")),
+            ));
         }
         User { home, env }
     }
@@ -160,15 +191,25 @@ impl User {
         for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("IGGY") || k == "NO_COLOR") {
             command.env_remove(key);
         }
-        command.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
-        command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        command
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        command.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().unwrap();
         if let Some(bytes) = stdin {
             use std::io::Write;
             child.stdin.take().unwrap().write_all(bytes).unwrap();
         }
-        let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().unwrap();
         Run {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -179,7 +220,11 @@ impl User {
     /// Runs a command that must succeed and returns its output.
     pub fn ok(&self, args: &[&str]) -> Run {
         let run = self.run(args);
-        assert_eq!(run.code, 0, "iggy {args:?} failed:\n{}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.code, 0,
+            "iggy {args:?} failed:\n{}\n{}",
+            run.stdout, run.stderr
+        );
         run
     }
 }
