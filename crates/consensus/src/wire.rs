@@ -167,7 +167,9 @@ const _: () = assert!(CLIENT_RECORD_SIZE == 16 + 8 + 8);
 
 /// A message as it travels: the sender, and the cluster, group and
 /// partition incarnation it belongs to (replication spec §2-§3). The
-/// receiver drops frames of another cluster or incarnation.
+/// receiver drops frames of another cluster or incarnation, and a transport
+/// checks `from` against the peer its connection authenticated (the replica
+/// core trusts it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     pub cluster: u128,
@@ -638,24 +640,22 @@ fn transfer_target(h: &Header, view: View, body: &[u8]) -> Result<Message, WireE
     if available != 1 {
         return Err(out_of_range("available", available));
     }
-    let mut records = Records::new(command, body);
-    let entry = records
-        .next_entry()?
-        .ok_or(malformed(command, "no entry"))?;
+    if body.is_empty() {
+        return Err(malformed(command, "no entry"));
+    }
+    let (entry, rows) = take_entry(command, body)?;
     if h.u64(transfer::COMMIT_OP) != entry.op.0 {
         return Err(out_of_range("commit_op", h.u64(transfer::COMMIT_OP)));
     }
-    let rows = records.rest;
     if !rows.len().is_multiple_of(CLIENT_RECORD_SIZE) {
         return Err(malformed(command, "a client record cut short"));
     }
     let clients = rows
         .chunks_exact(CLIENT_RECORD_SIZE)
         .map(|row| {
-            let client = u128::from_le_bytes(row[..16].try_into().expect("16 bytes"));
-            let request = u64::from_le_bytes(row[16..24].try_into().expect("8 bytes"));
-            let op = u64::from_le_bytes(row[24..].try_into().expect("8 bytes"));
-            (ClientId(client), RequestNumber(request), Op(op))
+            let client = ClientId(u128::from_le_bytes(array(row, 0)));
+            let request = RequestNumber(u64::from_le_bytes(array(row, 16)));
+            (client, request, Op(u64::from_le_bytes(array(row, 24))))
         })
         .collect();
     Ok(Message::StateTransferTarget {
@@ -673,88 +673,62 @@ fn entry_list(command: Command, body: &[u8], max: usize) -> Result<Vec<Entry>, W
     let mut count = 0;
     let mut rest = body;
     while !rest.is_empty() {
-        let (record, _) = split_record(command, rest)?;
-        rest = &rest[ENTRY_RECORD_SIZE + record.body_len..];
+        let (_, body_len, after) = split_record(command, rest)?;
+        rest = &after[body_len..];
         count += 1;
     }
     if count > max {
         return Err(WireError::TooManyEntries { count, max });
     }
     let mut entries = Vec::with_capacity(count);
-    let mut records = Records::new(command, body);
-    while let Some(entry) = records.next_entry()? {
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (entry, after) = take_entry(command, rest)?;
         entries.push(entry);
+        rest = after;
     }
-    assert_eq!(
-        entries.len(),
-        count,
-        "the second pass reads what the first counted"
-    );
+    assert_eq!(entries.len(), count, "both passes read the same records");
     Ok(entries)
 }
 
-/// Reads entry records off the front of a body.
-struct Records<'a> {
-    command: Command,
-    rest: &'a [u8],
+/// Decodes the entry record at the front of `bytes`; returns what follows.
+fn take_entry(command: Command, bytes: &[u8]) -> Result<(Entry, &[u8]), WireError> {
+    let (fixed, body_len, rest) = split_record(command, bytes)?;
+    let (body, rest) = rest.split_at(body_len);
+    let u64_at = |at| u64::from_le_bytes(array(fixed, at));
+    let entry = Entry {
+        op: entry_op(u64_at(record::OP))?,
+        view: View(u32::from_le_bytes(array(fixed, record::VIEW))),
+        parent: u64_at(record::PARENT),
+        identity: u64_at(record::IDENTITY),
+        client: ClientId(u128::from_le_bytes(array(fixed, record::CLIENT))),
+        request: RequestNumber(u64_at(record::REQUEST)),
+        timestamp_us: u64_at(record::TIMESTAMP),
+        body: body.to_vec(),
+    };
+    Ok((entry, rest))
 }
 
-impl<'a> Records<'a> {
-    fn new(command: Command, body: &'a [u8]) -> Records<'a> {
-        Records {
-            command,
-            rest: body,
-        }
-    }
-
-    fn next_entry(&mut self) -> Result<Option<Entry>, WireError> {
-        if self.rest.is_empty() {
-            return Ok(None);
-        }
-        let (record, rest) = split_record(self.command, self.rest)?;
-        let body = &rest[..record.body_len];
-        self.rest = &rest[record.body_len..];
-        let r = |at: usize| u64::from_le_bytes(record.fixed[at..at + 8].try_into().expect("8"));
-        Ok(Some(Entry {
-            op: entry_op(r(record::OP))?,
-            view: View(u32::from_le_bytes(
-                record.fixed[record::VIEW..record::VIEW + 4]
-                    .try_into()
-                    .expect("4 bytes"),
-            )),
-            parent: r(record::PARENT),
-            identity: r(record::IDENTITY),
-            client: ClientId(u128::from_le_bytes(
-                record.fixed[record::CLIENT..record::CLIENT + 16]
-                    .try_into()
-                    .expect("16 bytes"),
-            )),
-            request: RequestNumber(r(record::REQUEST)),
-            timestamp_us: r(record::TIMESTAMP),
-            body: body.to_vec(),
-        }))
-    }
-}
-
-/// An entry record's fixed part and its body length, checked to fit.
-struct RecordHead<'a> {
-    fixed: &'a [u8],
-    body_len: usize,
-}
-
-/// Splits the record at the front of `bytes`; the rest starts with its
-/// body, which is checked to be there in full.
-fn split_record(command: Command, bytes: &[u8]) -> Result<(RecordHead<'_>, &[u8]), WireError> {
+/// Splits the record at the front of `bytes` into its fixed part, its body
+/// length (checked: the body is there in full) and the rest, body first.
+fn split_record(command: Command, bytes: &[u8]) -> Result<(&[u8], usize, &[u8]), WireError> {
     if bytes.len() < ENTRY_RECORD_SIZE {
         return Err(malformed(command, "an entry record cut short"));
     }
     let (fixed, rest) = bytes.split_at(ENTRY_RECORD_SIZE);
-    let len = &fixed[record::BODY_LEN..record::BODY_LEN + 4];
-    let body_len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    let body_len = u32::from_le_bytes(array(fixed, record::BODY_LEN)) as usize;
     if body_len > rest.len() {
         return Err(malformed(command, "an entry body runs past the frame"));
     }
-    Ok((RecordHead { fixed, body_len }, rest))
+    Ok((fixed, body_len, rest))
+}
+
+/// The `N` bytes at `at` of a fixed-size record or header, whose layout
+/// puts every field inside it.
+fn array<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    *bytes[at..]
+        .first_chunk()
+        .expect("a field lies inside its fixed-size record")
 }
 
 fn entry_op(op: u64) -> Result<Op, WireError> {
@@ -794,27 +768,15 @@ impl Header {
     }
 
     fn u32(&self, at: usize) -> u32 {
-        u32::from_le_bytes(
-            self.0[at..at + 4]
-                .try_into()
-                .expect("4 bytes in the header"),
-        )
+        u32::from_le_bytes(array(&self.0, at))
     }
 
     fn u64(&self, at: usize) -> u64 {
-        u64::from_le_bytes(
-            self.0[at..at + 8]
-                .try_into()
-                .expect("8 bytes in the header"),
-        )
+        u64::from_le_bytes(array(&self.0, at))
     }
 
     fn u128(&self, at: usize) -> u128 {
-        u128::from_le_bytes(
-            self.0[at..at + 16]
-                .try_into()
-                .expect("16 bytes in the header"),
-        )
+        u128::from_le_bytes(array(&self.0, at))
     }
 
     /// A spec u128 field holding one of our u64s: the high half is zero.
@@ -1407,6 +1369,32 @@ mod tests {
         assert!(size_of::<(ClientId, RequestNumber, Op)>() <= CLIENT_RECORD_SIZE);
     }
 
+    fn sparse_frame(prng: &mut Prng) -> Vec<u8> {
+        let mut bytes = vec![0; HEADER_SIZE];
+        bytes[COMMAND_OFFSET] = Command::ALL[prng.below(Command::ALL.len())] as u8;
+        bytes[REPLICA] = prng.below(usize::from(REPLICAS_MAX)) as u8;
+        for _ in 0..prng.below(8) {
+            let at = 128 + prng.below(128);
+            let value = [0, 1, prng.next() as u8][prng.below(3)];
+            bytes[at] = value;
+        }
+        for _ in 0..prng.below(4) {
+            let mut record = prng.bytes(ENTRY_RECORD_SIZE);
+            let body_len = prng.below(20);
+            // Now and then one byte longer than what follows.
+            let claimed = (body_len + prng.below(2)) as u32;
+            record[record::BODY_LEN..record::BODY_LEN + 4].copy_from_slice(&claimed.to_le_bytes());
+            bytes.extend(record);
+            bytes.extend(prng.bytes(body_len));
+        }
+        let trailing = prng.below(2) * prng.below(40);
+        bytes.extend(prng.bytes(trailing));
+        let size = bytes.len() as u32;
+        bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&size.to_le_bytes());
+        reseal(&mut bytes);
+        bytes
+    }
+
     #[test]
     fn given_random_bytes_when_decoding_should_never_panic() {
         let mut prng = Prng(0x5eed_0000_0000_0001);
@@ -1418,18 +1406,10 @@ mod tests {
                     let len = prng.below(600);
                     prng.bytes(len)
                 }
-                // A random header and body, sized and sealed, with a real
-                // command byte: reaches the field and body checks.
-                1 => {
-                    let len = HEADER_SIZE + prng.below(400);
-                    let mut bytes = prng.bytes(len);
-                    let command = Command::ALL[prng.below(Command::ALL.len())];
-                    bytes[COMMAND_OFFSET] = command as u8;
-                    let size = bytes.len() as u32;
-                    bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&size.to_le_bytes());
-                    reseal(&mut bytes);
-                    bytes
-                }
+                // A sparse random header (a real command and sender, a few
+                // random bytes past the prefix) over random entry records,
+                // sized and sealed: reaches the field and body checks.
+                1 => sparse_frame(&mut prng),
                 // A real frame with a few bytes changed, resealed.
                 _ => {
                     let mut bytes = samples[prng.below(samples.len())].clone();
