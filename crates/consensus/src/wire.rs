@@ -16,7 +16,8 @@
 //!   0 u128 checksum       XXH3-64 of bytes 16..256 (the seal), zero-extended;
 //!                         Prepare/RepairPrepare: low 64 = entry identity,
 //!                         high 64 = the seal
-//!  16 u128 checksum_body  XXH3-64 of the body (also when empty), zero-extended
+//!  16 u128 checksum_body  XXH3-64 of the body (also when empty), zero-extended:
+//!                         every body, not only DoViewChange/StartView's
 //!  32 u128 cluster        48 u32 size (256 + body)    52 u32 view (message's)
 //!  56 u32  release = 0    60 u8 command               61 u8 replica (sender)
 //!  62..128 zero
