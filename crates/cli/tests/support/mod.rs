@@ -228,3 +228,21 @@ impl User {
         run
     }
 }
+
+impl User {
+    pub fn clone_without_credentials(&self) -> User {
+        self.clone_with("IGGY_HOME", &self.home().display().to_string())
+            .without("IGGY_USERNAME")
+            .without("IGGY_PASSWORD")
+    }
+
+    pub fn clone_with(&self, key: &str, value: &str) -> User {
+        let mut env = self.env.clone();
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_owned(), value.to_owned()));
+        User {
+            home: tempfile::tempdir().unwrap(),
+            env,
+        }
+    }
+}
