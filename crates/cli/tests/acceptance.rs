@@ -181,6 +181,25 @@ fn given_server_when_using_quic_http_and_websocket_should_reach_it() {
         "| Server Address | {}",
         server.address("websocket")
     )));
+    let ws = server.address("websocket");
+    let ws_login = u.ok(&[
+        "--transport",
+        "ws",
+        "--session-store",
+        "file",
+        "-u",
+        "iggy",
+        "-p",
+        "iggy",
+        "login",
+    ]);
+    assert!(
+        ws_login
+            .stdout
+            .contains(&format!("Successfully logged into Iggy server {ws}"))
+    );
+    u.ok(&["--transport", "ws", "pat", "create", "wstoken"]);
+    u.ok(&["--transport", "ws", "--session-store", "file", "logout"]);
 }
 
 #[test]
