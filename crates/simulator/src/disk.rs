@@ -89,6 +89,17 @@ impl Disk {
         self.blank = false;
     }
 
+    /// Nothing was ever written here (and it was not wiped).
+    pub fn untouched(&self) -> bool {
+        self.view == View(0)
+            && self.log_view == View(0)
+            && self.snapshot.is_none()
+            && self.durable.is_empty()
+            && self.volatile.is_empty()
+            && !self.uncertain
+            && !self.blank
+    }
+
     /// The operator wipes the data directory (`--fresh`): everything is
     /// gone, the superblock included.
     pub fn wipe(&mut self) {
@@ -121,7 +132,14 @@ impl Disk {
         if self.durable.is_empty() {
             return false;
         }
-        let index = (pick % self.durable.len() as u64) as usize;
+        // Half the time the newest entry: the one most likely acknowledged
+        // by this replica and few others, where a lost copy hurts most.
+        let len = self.durable.len() as u64;
+        let index = if pick & 1 == 0 {
+            len - 1
+        } else {
+            (pick >> 1) % len
+        } as usize;
         let entry = &mut self.durable[index];
         entry.body.push(0xA5);
         self.volatile = self.durable.clone();

@@ -10,17 +10,18 @@
 pub mod app;
 pub mod checker;
 pub mod disk;
+pub mod node;
 pub mod prng;
 
 use std::collections::BTreeMap;
 
-use consensus::vsr::message::{Envelope, Request, Snapshot};
-use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
+use consensus::vsr::message::{Envelope, Message, Request};
+use consensus::vsr::{Action, Limits, NotAdmitted, Status, Timing};
 use consensus::{ClientId, Op, RequestNumber, View};
 
-use app::App;
+use app::{Effect, GroupId};
 use checker::{Checker, Violation};
-use disk::Disk;
+use node::Node;
 use prng::{Prng, salt};
 
 /// The shape of a run.
@@ -61,6 +62,10 @@ pub struct Faults {
     pub corrupt_on_crash_per_million: u32,
     /// Chance that a crashed replica is wiped and restarted blank.
     pub wipe_on_crash_per_million: u32,
+    /// Chance that damage to one node's disk is followed by the crash of
+    /// another node while the first recovers (the second failure that
+    /// makes a lost copy matter).
+    pub second_crash_per_million: u32,
     /// Checkpoint spacing and state chunk size (small, so that journals
     /// are cut often and transfers take several chunks).
     pub limits: Limits,
@@ -78,6 +83,7 @@ impl Faults {
             partition_per_million: rng.below(5_000) as u32,
             corrupt_on_crash_per_million: rng.below(400_000) as u32,
             wipe_on_crash_per_million: rng.below(300_000) as u32,
+            second_crash_per_million: rng.below(1_000_000) as u32,
             limits: Limits {
                 // One run in four never checkpoints.
                 checkpoint_interval: match rng.below(4) {
@@ -110,79 +116,18 @@ pub struct Failure {
     pub reason: String,
 }
 
-struct Node {
-    replica: Option<VsrReplica>,
-    disk: Disk,
-    restart_at: Option<u64>,
-    /// This replica's clock error, in ticks (may be negative).
-    skew_ticks: i64,
-    /// Identities of the ops this replica applied since it last booted or
-    /// installed a checkpoint (a restart applies again from its checkpoint),
-    /// the first at op `applied_base + 1`.
-    applied: Vec<u64>,
-    applied_base: u64,
-    /// The service state those ops built, and each client's latest result
-    /// (what a retry is answered with), both kept by checkpoints.
-    app: App,
-    replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
-}
-
-impl Node {
-    /// The state a checkpoint keeps: the service state, then the replies.
-    ///
-    /// ```text
-    /// app (App::encode); count u16 LE; per client: id u128 LE, op u64 LE,
-    /// result length u8, result bytes
-    /// ```
-    fn encode_state(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.app.encode(&mut out);
-        let count = u16::try_from(self.replies.len()).expect("few clients");
-        out.extend_from_slice(&count.to_le_bytes());
-        for (client, (op, result)) in &self.replies {
-            out.extend_from_slice(&client.0.to_le_bytes());
-            out.extend_from_slice(&op.0.to_le_bytes());
-            out.push(u8::try_from(result.len()).expect("short results"));
-            out.extend_from_slice(result);
-        }
-        out
-    }
-
-    /// Restores what `encode_state` wrote (a checkpoint at boot or one a
-    /// state transfer installed).
-    fn restore(&mut self, snapshot: &Snapshot) {
-        let (app, mut rest) = App::decode(&snapshot.state).expect("a checkpoint decodes");
-        let mut replies = BTreeMap::new();
-        let (count, tail) = rest.split_at(2);
-        rest = tail;
-        for _ in 0..u16::from_le_bytes([count[0], count[1]]) {
-            let (id, tail) = rest.split_at(16);
-            let (op, tail) = tail.split_at(8);
-            let (&len, tail) = tail.split_first().expect("a length");
-            let (result, tail) = tail.split_at(usize::from(len));
-            let client = ClientId(u128::from_le_bytes(id.try_into().expect("16 bytes")));
-            let op = Op(u64::from_le_bytes(op.try_into().expect("8 bytes")));
-            replies.insert(client, (op, result.to_vec()));
-            rest = tail;
-        }
-        assert!(rest.is_empty(), "a checkpoint holds nothing else");
-        self.app = app;
-        self.replies = replies;
-        self.applied.clear();
-        self.applied_base = snapshot.op().0;
-    }
-}
-
 struct Packet {
     at: u64,
     seq: u64,
+    group: GroupId,
     envelope: Envelope,
 }
 
 struct Client {
     id: ClientId,
     number: RequestNumber,
-    /// The pending request's body (a retry resends the same one).
+    /// The pending request's group and body (a retry resends the same).
+    group: GroupId,
     body: Vec<u8>,
     pending: bool,
     target: u8,
@@ -217,6 +162,8 @@ pub struct Cluster {
     clients: Vec<Client>,
     checker: Checker,
     crashes: u32,
+    /// A second crash scheduled after disk damage: (tick, node).
+    second_crash: Option<(u64, u8)>,
     trace: u64,
 }
 
@@ -236,31 +183,31 @@ impl Cluster {
         let mut fault_rng = Prng::new(options.seed, salt::FAULTS);
         let faults = Faults::draw(&mut fault_rng);
         let mut nonces = Prng::new(options.seed, salt::NONCES);
-        let skews: Vec<i64> = (0..n)
-            .map(|_| {
-                let span = faults.clock_skew_ticks_max * 2 + 1;
-                fault_rng.below(span) as i64 - faults.clock_skew_ticks_max as i64
-            })
-            .collect();
         let nodes = (0..n)
-            .map(|id| Node {
-                skew_ticks: skews[usize::from(id)],
-                replica: Some(
-                    VsrReplica::genesis(id, n, TIMING, nonces.next_u64() | 1)
-                        .with_limits(faults.limits),
-                ),
-                disk: Disk::default(),
-                restart_at: None,
-                applied: Vec::new(),
-                applied_base: 0,
-                app: App::default(),
-                replies: BTreeMap::new(),
+            .map(|id| {
+                let span = faults.clock_skew_ticks_max * 2 + 1;
+                let skew_ticks = fault_rng.below(span) as i64 - faults.clock_skew_ticks_max as i64;
+                let mut node = Node {
+                    id,
+                    n,
+                    members: BTreeMap::new(),
+                    disks: BTreeMap::new(),
+                    fences: Default::default(),
+                    blank_until: None,
+                    restart_at: None,
+                    skew_ticks,
+                    limits: faults.limits,
+                    timing: TIMING,
+                };
+                node.genesis(nonces.next_u64() | 1);
+                node
             })
             .collect();
         let clients = (0..options.clients)
             .map(|i| Client {
                 id: ClientId(u128::from(i) + 1),
                 number: RequestNumber(0),
+                group: GroupId::Metadata,
                 body: Vec::new(),
                 pending: false,
                 target: 0,
@@ -284,6 +231,7 @@ impl Cluster {
             clients,
             checker: Checker::default(),
             crashes: 0,
+            second_crash: None,
             trace: 0xcbf2_9ce4_8422_2325,
         }
     }
@@ -323,9 +271,17 @@ impl Cluster {
         self.restart_due();
         self.deliver_due(faulty)?;
         for id in 0..self.options.replicas {
-            if let Some(replica) = self.nodes[usize::from(id)].replica.as_mut() {
-                let actions = replica.on_tick();
-                self.execute(id, actions, faulty)?;
+            let groups: Vec<GroupId> = self.nodes[usize::from(id)]
+                .members
+                .keys()
+                .copied()
+                .collect();
+            for group in groups {
+                let Some(member) = self.nodes[usize::from(id)].members.get_mut(&group) else {
+                    continue; // retired, or the node crashed meanwhile
+                };
+                let actions = member.replica.on_tick();
+                self.execute(id, group, actions, faulty)?;
             }
         }
         self.drive_clients(faulty)?;
@@ -340,16 +296,8 @@ impl Cluster {
             let node = &mut self.nodes[usize::from(id)];
             if node.restart_at.is_some_and(|at| at <= self.tick) {
                 node.restart_at = None;
-                let durable = node.disk.crash();
-                node.applied.clear();
-                node.applied_base = 0;
-                node.app = App::default();
-                node.replies.clear();
-                if let Some(snapshot) = &durable.snapshot {
-                    node.restore(snapshot);
-                }
-                let replica = boot(id, self.options.replicas, durable, &mut self.nonces);
-                node.replica = Some(replica.with_limits(self.faults.limits));
+                let nonces = &mut self.nonces;
+                node.start(&mut || nonces.next_u64() | 1);
                 self.note(&format!("restart {id}"));
             }
         }
@@ -369,18 +317,26 @@ impl Cluster {
         due.sort_by_key(|p| (p.at, p.seq));
         for packet in due {
             let Envelope { from, to, message } = packet.envelope;
-            let Some(replica) = self.nodes[usize::from(to)].replica.as_mut() else {
+            // Frames of an incarnation this node does not run (not yet
+            // materialized, or retired) are dropped unread.
+            let Some(member) = self.nodes[usize::from(to)].members.get_mut(&packet.group) else {
                 continue;
             };
-            let actions = replica.on_message(from, message);
-            self.execute(to, actions, faulty)?;
+            let actions = member.replica.on_message(from, message);
+            self.execute(to, packet.group, actions, faulty)?;
         }
         Ok(())
     }
 
-    /// Performs a replica's actions in order; under faults the replica may
+    /// Performs a replica's actions in order; under faults the node may
     /// crash before any of them.
-    fn execute(&mut self, id: u8, actions: Vec<Action>, faulty: bool) -> Result<(), Violation> {
+    fn execute(
+        &mut self,
+        id: u8,
+        group: GroupId,
+        actions: Vec<Action>,
+        faulty: bool,
+    ) -> Result<(), Violation> {
         for action in actions {
             if faulty
                 && self
@@ -390,68 +346,171 @@ impl Cluster {
                 self.crash(id);
                 return Ok(());
             }
-            self.note(&format!("{id} {action:?}"));
-            let node = &mut self.nodes[usize::from(id)];
-            match action {
-                Action::Send(envelope) => self.transmit(envelope, faulty),
-                Action::Journal(entry) => node.disk.journal(entry),
-                Action::TruncateAfter(op) => node.disk.truncate_after(op),
-                Action::Sync => node.disk.sync(),
-                Action::Superblock { view, log_view } => node.disk.superblock(view, log_view),
-                Action::Uncertain(uncertain) => node.disk.uncertain(uncertain),
-                Action::Apply(entry) => {
-                    assert_eq!(
-                        entry.op.0,
-                        node.applied_base + node.applied.len() as u64 + 1,
-                        "ops are applied in order"
-                    );
-                    node.applied.push(entry.identity);
-                    let result = node.app.apply(&entry.body);
-                    if entry.client.0 != 0 {
-                        node.replies
-                            .insert(entry.client, (entry.op, result.clone()));
+            // An earlier action of this list (a delete's apply) may have
+            // retired the group itself.
+            if !self.nodes[usize::from(id)].members.contains_key(&group) {
+                return Ok(());
+            }
+            self.note(&format!("{id} {group:?} {action:?}"));
+            self.perform(id, group, action)?;
+        }
+        if group == GroupId::Metadata {
+            self.note_caught_up(id);
+        }
+        Ok(())
+    }
+
+    fn perform(&mut self, id: u8, group: GroupId, action: Action) -> Result<(), Violation> {
+        let node = &mut self.nodes[usize::from(id)];
+        let disk = node.disks.entry(group).or_default();
+        match action {
+            Action::Send(envelope) => {
+                match &envelope.message {
+                    Message::PrepareOk { op, identity, .. } => {
+                        self.checker.prepare_ok(id, group, *op, *identity)
                     }
-                    self.checker.applied(id, &entry, &result)?;
+                    Message::DoViewChange { head, entries, .. } => {
+                        self.checker.dvc_sent(id, group, *head, entries)?
+                    }
+                    _ => {}
                 }
-                Action::Reply {
-                    client,
-                    request,
-                    op,
-                } => {
-                    let result = match node.replies.get(&client) {
-                        Some((at, result)) if *at == op => result.clone(),
-                        _ => Vec::new(),
-                    };
-                    self.replied(client, request, op, &result)?;
+                self.transmit(group, envelope)
+            }
+            Action::Journal(entry) => disk.journal(entry),
+            Action::TruncateAfter(op) => {
+                disk.truncate_after(op);
+                self.checker.gave_up(id, group, Some(op), None);
+            }
+            Action::Sync => disk.sync(),
+            Action::Superblock { view, log_view } => disk.superblock(view, log_view),
+            Action::Uncertain(uncertain) => disk.uncertain(uncertain),
+            Action::Apply(entry) => {
+                let member = node.members.get_mut(&group).expect("up");
+                assert_eq!(
+                    entry.op.0,
+                    member.applied_base + member.applied.len() as u64 + 1,
+                    "ops are applied in order"
+                );
+                member.applied.push(entry.identity);
+                let (result, effect) = member.state.apply(entry.op.0, &entry.body);
+                if entry.client.0 != 0 {
+                    member
+                        .replies
+                        .insert(entry.client, (entry.op, result.clone()));
                 }
-                Action::Checkpoint(mut snapshot) => {
-                    snapshot.state = node.encode_state();
-                    let mut app = Vec::new();
-                    node.app.encode(&mut app);
-                    self.checker
-                        .checkpoint(id, snapshot.op(), &app, "checkpoint")?;
-                    node.disk.checkpoint(snapshot.clone());
-                    node.replica
-                        .as_mut()
-                        .expect("a replica performing actions is up")
-                        .checkpointed(snapshot);
-                }
-                Action::InstallSnapshot(snapshot) => {
-                    node.disk.install(snapshot.clone());
-                    node.restore(&snapshot);
-                    let mut app = Vec::new();
-                    node.app.encode(&mut app);
-                    self.checker
-                        .checkpoint(id, snapshot.op(), &app, "state transfer")?;
-                    self.note(&format!("{id} installed {:?}", snapshot.op()));
+                self.checker.applied(group, id, &entry, &result)?;
+                self.materialize(id, effect);
+            }
+            Action::Reply {
+                client,
+                request,
+                op,
+            } => {
+                let member = &node.members[&group];
+                let result = match member.replies.get(&client) {
+                    Some((at, result)) if *at == op => result.clone(),
+                    _ => Vec::new(),
+                };
+                self.replied(group, client, request, op, &result)?;
+            }
+            Action::Checkpoint(mut snapshot) => {
+                let member = node.members.get_mut(&group).expect("up");
+                snapshot.state = member.encode_state();
+                let mut state = Vec::new();
+                member.state.encode(&mut state);
+                disk.checkpoint(snapshot.clone());
+                member.replica.checkpointed(snapshot.clone());
+                self.checker
+                    .checkpoint(group, id, snapshot.op(), &state, "checkpoint")?;
+            }
+            Action::InstallSnapshot(snapshot) => {
+                disk.install(snapshot.clone());
+                self.checker.gave_up(id, group, None, Some(snapshot.op()));
+                let member = node.members.get_mut(&group).expect("up");
+                member.restore(group, &snapshot);
+                let mut state = Vec::new();
+                member.state.encode(&mut state);
+                self.checker
+                    .checkpoint(group, id, snapshot.op(), &state, "state transfer")?;
+                self.note(&format!("{id} {group:?} installed {:?}", snapshot.op()));
+                // A metadata checkpoint may list partitions this node has
+                // not materialized yet.
+                if group == GroupId::Metadata {
+                    self.materialize_listed(id);
                 }
             }
         }
         Ok(())
     }
 
-    fn transmit(&mut self, envelope: Envelope, faulty: bool) {
+    /// A metadata op's effect on this node's partition groups.
+    fn materialize(&mut self, id: u8, effect: Effect) {
+        let node = &mut self.nodes[usize::from(id)];
+        match effect {
+            Effect::None => {}
+            Effect::Created(slot, incarnation) => {
+                let nonce = self.nonces.next_u64() | 1;
+                if node.materialize(slot, incarnation, nonce) {
+                    self.note(&format!("{id} materialized slot {slot} {incarnation:?}"));
+                }
+            }
+            Effect::Deleted(slot, incarnation) => {
+                node.retire(GroupId::Partition {
+                    slot,
+                    revision: incarnation.revision,
+                });
+                self.note(&format!("{id} retired slot {slot} {incarnation:?}"));
+            }
+        }
+    }
+
+    /// After a metadata checkpoint was installed: materializes every
+    /// partition it lists, and retires those this node runs that it does
+    /// not (deleted by ops the checkpoint covers).
+    fn materialize_listed(&mut self, id: u8) {
+        let node = &self.nodes[usize::from(id)];
+        let metadata = node.members[&GroupId::Metadata]
+            .state
+            .metadata()
+            .expect("metadata state")
+            .clone();
+        let gone: Vec<GroupId> = node
+            .members
+            .keys()
+            .filter(|group| !metadata.live(**group))
+            .copied()
+            .collect();
+        for group in gone {
+            self.nodes[usize::from(id)].retire(group);
+            self.note(&format!(
+                "{id} retired {group:?} (not in the installed checkpoint)"
+            ));
+        }
+        for (slot, incarnation) in metadata.partitions() {
+            self.materialize(id, Effect::Created(slot, incarnation));
+        }
+    }
+
+    /// A wiped node's metadata replica adopted a view (it is normal: a
+    /// restart in between leaves it recovering, not blank, so blankness
+    /// alone would not tell): partitions created up to that view's head
+    /// (its log holds every op committed before the wipe; its commit point
+    /// may not know them all yet) may hold
+    /// acknowledgements the wipe erased, so they materialize blank; later
+    /// ones are new to everyone.
+    fn note_caught_up(&mut self, id: u8) {
+        let node = &mut self.nodes[usize::from(id)];
+        let Some(member) = node.members.get(&GroupId::Metadata) else {
+            return;
+        };
+        if node.blank_until == Some(Op(u64::MAX)) && member.replica.status() == Status::Normal {
+            node.blank_until = Some(member.replica.head());
+        }
+    }
+
+    fn transmit(&mut self, group: GroupId, envelope: Envelope) {
         let n = usize::from(self.options.replicas);
+        let faulty = self.tick <= self.options.fault_ticks;
         if faulty {
             if self.cut[usize::from(envelope.from) * n + usize::from(envelope.to)]
                 || self.network.chance(self.faults.loss_per_million)
@@ -459,13 +518,13 @@ impl Cluster {
                 return;
             }
             if self.network.chance(self.faults.duplicate_per_million) {
-                self.enqueue(envelope.clone(), true);
+                self.enqueue(group, envelope.clone(), true);
             }
         }
-        self.enqueue(envelope, faulty);
+        self.enqueue(group, envelope, faulty);
     }
 
-    fn enqueue(&mut self, envelope: Envelope, faulty: bool) {
+    fn enqueue(&mut self, group: GroupId, envelope: Envelope, faulty: bool) {
         let delay = if faulty {
             1 + self.network.below(self.faults.delay_ticks_max)
         } else {
@@ -475,18 +534,20 @@ impl Cluster {
         self.packets.push(Packet {
             at: self.tick + delay,
             seq: self.seq,
+            group,
             envelope,
         });
     }
 
     fn replied(
         &mut self,
+        group: GroupId,
         client: ClientId,
         request: RequestNumber,
         op: Op,
         result: &[u8],
     ) -> Result<(), Violation> {
-        self.checker.replied(client, request, op, result)?;
+        self.checker.replied(group, client, request, op, result)?;
         if let Some(c) = self.clients.iter_mut().find(|c| c.id == client)
             && c.pending
             && c.number == request
@@ -496,15 +557,21 @@ impl Cluster {
         Ok(())
     }
 
-    /// Clients send new requests, retry on silence, and follow the primary
-    /// named by a refusal.
+    /// Clients send new requests, retry on silence, follow the primary
+    /// named by a refusal, and give up on a partition that was deleted.
     fn drive_clients(&mut self, faulty: bool) -> Result<(), Violation> {
+        let metadata = self.checker.metadata();
         for index in 0..self.clients.len() {
             let client = &mut self.clients[index];
+            if client.pending && !metadata.live(client.group) {
+                client.pending = false; // the partition is gone
+            }
             let start = !client.pending && client.remaining > 0 && faulty;
             if start && self.workload.chance(200_000) {
+                let (group, body) = app::random_request(&mut self.workload, &metadata);
                 client.number = RequestNumber(client.number.0 + 1);
-                client.body = app::random_body(&mut self.workload);
+                client.group = group;
+                client.body = body;
                 client.remaining -= 1;
                 client.pending = true;
                 client.sent_at = 0;
@@ -521,10 +588,10 @@ impl Cluster {
 
     fn send_request(&mut self, index: usize, faulty: bool) -> Result<(), Violation> {
         let n = self.options.replicas;
-        let (id, number, target, rotate, body) = {
+        let (id, number, group, target, rotate, mut body) = {
             let c = &self.clients[index];
             let rotate = c.sent_at != 0 && !c.redirected;
-            (c.id, c.number, c.target, rotate, c.body.clone())
+            (c.id, c.number, c.group, c.target, rotate, c.body.clone())
         };
         let target = if rotate { (target + 1) % n } else { target };
         self.clients[index].target = target;
@@ -533,19 +600,20 @@ impl Cluster {
         if faulty && self.network.chance(self.faults.loss_per_million) {
             return Ok(());
         }
+        // The primary stamps with its own (skewed) clock.
+        let node = &mut self.nodes[usize::from(target)];
+        let now_us = self.tick.saturating_add_signed(node.skew_ticks).max(1) * TICK_US;
+        let Some(member) = node.members.get_mut(&group) else {
+            return Ok(()); // down, or the group is not here: try the next
+        };
+        app::stamp_created_view(&mut body, member.replica.view().0);
         let request = Request {
             client: id,
             number,
             body,
         };
-        // The primary stamps with its own (skewed) clock.
-        let skew = self.nodes[usize::from(target)].skew_ticks;
-        let now_us = self.tick.saturating_add_signed(skew).max(1) * TICK_US;
-        let Some(replica) = self.nodes[usize::from(target)].replica.as_mut() else {
-            return Ok(());
-        };
-        match replica.on_request(request, now_us) {
-            Ok(actions) => self.execute(target, actions, faulty),
+        match member.replica.on_request(request, now_us) {
+            Ok(actions) => self.execute(target, group, actions, faulty),
             Err(NotAdmitted::NotPrimary { view }) => {
                 let primary = (view.0 % u32::from(n)) as u8;
                 self.clients[index].target = primary;
@@ -560,6 +628,12 @@ impl Cluster {
 
     fn inject_faults(&mut self) {
         let n = self.options.replicas;
+        if let Some((at, id)) = self.second_crash
+            && at <= self.tick
+        {
+            self.second_crash = None;
+            self.crash(id);
+        }
         if self.fault_rng.chance(self.faults.crash_per_million) {
             let id = self.fault_rng.below(u64::from(n)) as u8;
             self.crash(id);
@@ -570,37 +644,47 @@ impl Cluster {
     }
 
     fn crash(&mut self, id: u8) {
-        let node = &mut self.nodes[usize::from(id)];
-        if node.replica.take().is_none() {
+        if !self.nodes[usize::from(id)].up() {
             return;
         }
+        self.nodes[usize::from(id)].crash();
         self.crashes += 1;
         let down = 10 + self.fault_rng.below(200);
-        node.restart_at = Some(self.tick + down);
+        self.nodes[usize::from(id)].restart_at = Some(self.tick + down);
         self.note(&format!("crash {id}"));
-        // The fault atlas: damage a disk only while every other replica is
-        // up and certain, so no op is ever damaged on a quorum's copies.
+        // The fault atlas: damage a disk only while every other node is up
+        // and every one of its replicas normal and certain, so no op is
+        // ever damaged on a quorum's copies.
+        let live = self.live_groups();
+        let committed = Op(self.checker.history_of(GroupId::Metadata).len() as u64);
         let others_sound = self
             .nodes
             .iter()
-            .enumerate()
-            .filter(|(other, _)| *other != usize::from(id))
-            .all(|(_, n)| {
-                n.replica.as_ref().is_some_and(|r| {
-                    !r.is_uncertain() && r.status() == consensus::vsr::Status::Normal
-                })
-            });
-        if others_sound && self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
-            self.nodes[usize::from(id)].disk.wipe();
+            .filter(|other| other.id != id)
+            .all(|other| other.sound(&live, committed));
+        if !others_sound {
+            return;
+        }
+        if self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
+            self.nodes[usize::from(id)].wipe();
             self.note(&format!("wipe {id}"));
-        } else if others_sound
-            && self
-                .fault_rng
-                .chance(self.faults.corrupt_on_crash_per_million)
+        } else if self
+            .fault_rng
+            .chance(self.faults.corrupt_on_crash_per_million)
         {
+            let node = &mut self.nodes[usize::from(id)];
+            let groups: Vec<GroupId> = node.disks.keys().copied().collect();
+            let group = groups[self.fault_rng.below(groups.len() as u64) as usize];
             let pick = self.fault_rng.next_u64();
-            if self.nodes[usize::from(id)].disk.corrupt(pick) {
-                self.note(&format!("corrupt {id}"));
+            let disk = node.disks.get_mut(&group).expect("listed");
+            if disk.corrupt(pick) {
+                self.note(&format!("corrupt {id} {group:?}"));
+                if self.fault_rng.chance(self.faults.second_crash_per_million) {
+                    let n = u64::from(self.options.replicas);
+                    let other = ((u64::from(id) + 1 + self.fault_rng.below(n - 1)) % n) as u8;
+                    let at = self.tick + 1 + self.fault_rng.below(150);
+                    self.second_crash = Some((at, other));
+                }
             }
         }
     }
@@ -635,65 +719,70 @@ impl Cluster {
         self.note("repartition");
     }
 
-    /// Faults stop: the network heals and every replica comes back.
+    /// Faults stop: the network heals and every node comes back.
     fn heal(&mut self) {
         self.cut.iter_mut().for_each(|c| *c = false);
         for node in &mut self.nodes {
-            if node.replica.is_none() {
+            if !node.up() {
                 node.restart_at = Some(self.tick);
             }
         }
     }
 
-    /// Every client is answered and every replica has applied everything
-    /// ever committed (after a full-cluster restart, replicas re-apply from
-    /// op 1 as the new view commits again).
+    /// The groups that should exist: metadata and every live partition.
+    fn live_groups(&self) -> Vec<GroupId> {
+        let metadata = self.checker.metadata();
+        std::iter::once(GroupId::Metadata)
+            .chain(metadata.partitions().map(|(slot, inc)| GroupId::Partition {
+                slot,
+                revision: inc.revision,
+            }))
+            .collect()
+    }
+
+    /// Every client is answered, and every node runs exactly the live
+    /// groups, each normal and having applied everything ever committed
+    /// in it.
     fn quiescent(&self) -> bool {
         if self.clients.iter().any(|c| c.pending) {
             return false;
         }
-        let everything = Op(self.checker.committed_ops() as u64);
-        if self.nodes.iter().any(|n| {
-            n.replica
-                .as_ref()
-                .is_none_or(|r| r.commit_min() != everything)
-        }) {
-            return false;
-        }
-        let applied: Vec<(Op, View)> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                n.replica
-                    .as_ref()
-                    .map_or((Op(u64::MAX), View(0)), |r| (r.commit_min(), r.view()))
-            })
-            .collect();
-        applied.windows(2).all(|w| w[0].0 == w[1].0)
-            && self.nodes.iter().all(|n| {
-                n.replica
-                    .as_ref()
-                    .is_some_and(|r| r.status() == consensus::vsr::Status::Normal)
-            })
+        let live = self.live_groups();
+        self.nodes.iter().all(|node| {
+            node.members.len() == live.len()
+                && live.iter().all(|group| {
+                    let everything = Op(self.checker.history_of(*group).len() as u64);
+                    node.members.get(group).is_some_and(|m| {
+                        m.replica.status() == Status::Normal && m.replica.commit_min() == everything
+                    })
+                })
+        })
     }
 
-    /// At quiescence every replica applied exactly the committed history
-    /// and holds the state one sequential run of it builds.
+    /// At quiescence every replica of every live group applied exactly the
+    /// committed history (above its checkpoint) and holds the state one
+    /// sequential run of it builds.
     fn states_equal(&self) -> Result<(), Violation> {
-        let history = self.checker.history();
-        for (id, node) in self.nodes.iter().enumerate() {
-            if node.app != *self.checker.model() {
-                return Err(Violation(format!(
-                    "final state: replica {id}'s service state differs from the sequential model"
-                )));
-            }
-            let base = usize::try_from(node.applied_base).expect("fits");
-            if history.get(base..) != Some(node.applied.as_slice()) {
-                return Err(Violation(format!(
-                    "final state: replica {id} applied {} ops above its checkpoint at op {base}, the committed history has {}, or they differ",
-                    node.applied.len(),
-                    history.len()
-                )));
+        for group in self.live_groups() {
+            let history = self.checker.history_of(group);
+            let model = self.checker.model(group);
+            for node in &self.nodes {
+                let member = &node.members[&group];
+                if member.state != model {
+                    return Err(Violation(format!(
+                        "final state: replica {}'s state of {group:?} differs from the sequential model",
+                        node.id
+                    )));
+                }
+                let base = usize::try_from(member.applied_base).expect("fits");
+                if history.get(base..) != Some(member.applied.as_slice()) {
+                    return Err(Violation(format!(
+                        "final state: replica {} applied {} ops of {group:?} above its checkpoint at op {base}, the committed history has {}, or they differ",
+                        node.id,
+                        member.applied.len(),
+                        history.len()
+                    )));
+                }
             }
         }
         Ok(())
@@ -702,33 +791,44 @@ impl Cluster {
     fn max_view(&self) -> View {
         self.nodes
             .iter()
-            .filter_map(|n| n.replica.as_ref().map(|r| r.view()))
+            .filter_map(|n| n.members.get(&GroupId::Metadata).map(|m| m.replica.view()))
             .max()
             .unwrap_or_default()
     }
 
     fn describe(&self) -> String {
-        let replicas: Vec<String> = self
-            .nodes
-            .iter()
-            .map(|n| match &n.replica {
-                Some(r) => format!(
-                    "{:?} view {} log_view {} head {} commit {}/{}",
-                    r.status(),
-                    r.view().0,
-                    r.log_view().0,
-                    r.head().0,
-                    r.commit_min().0,
-                    r.commit_max().0
-                ),
-                None => "down".to_owned(),
-            })
-            .collect();
+        let mut parts = Vec::new();
+        for group in self.live_groups() {
+            let replicas: Vec<String> = self
+                .nodes
+                .iter()
+                .map(|n| match n.members.get(&group) {
+                    Some(m) => {
+                        let r = &m.replica;
+                        format!(
+                            "{:?}{}{} view {} log_view {} head {} commit {}/{}",
+                            r.status(),
+                            if r.is_blank() { " blank" } else { "" },
+                            if r.is_uncertain() { " uncertain" } else { "" },
+                            r.view().0,
+                            r.log_view().0,
+                            r.head().0,
+                            r.commit_min().0,
+                            r.commit_max().0
+                        )
+                    }
+                    None if n.up() => "absent".to_owned(),
+                    None => "down".to_owned(),
+                })
+                .collect();
+            let committed = self.checker.history_of(group).len();
+            parts.push(format!(
+                "{group:?} ({committed} committed): [{}]",
+                replicas.join("; ")
+            ));
+        }
         let pending = self.clients.iter().filter(|c| c.pending).count();
-        format!(
-            "replicas [{}], {pending} clients waiting",
-            replicas.join("; ")
-        )
+        format!("{}; {pending} clients waiting", parts.join("; "))
     }
 
     /// Folds an event into the trace hash (FNV-1a); with `SIM_TRACE` set,
@@ -753,9 +853,4 @@ thread_local! {
 /// The tick the last run on this thread reached.
 pub fn current_tick() -> u64 {
     CURRENT_TICK.get()
-}
-
-fn boot(id: u8, n: u8, durable: Durable, nonces: &mut Prng) -> VsrReplica {
-    let nonce = nonces.next_u64() | 1;
-    VsrReplica::boot(id, n, TIMING, durable, nonce)
 }

@@ -351,9 +351,60 @@ impl VsrReplica {
     /// The first boot of a new group: every replica is blank and starts
     /// normal in view 0 (replication spec §6.2, genesis).
     pub fn genesis(id: ReplicaId, n: u8, timing: Timing, nonce: u64) -> Self {
-        let mut replica = Self::boot(id, n, timing, Durable::default(), nonce);
+        Self::create_group(id, n, timing, View(0), nonce)
+    }
+
+    /// A partition incarnation materialized as its create op commits, by a
+    /// replica that never held it: normal at `view = log_view =
+    /// created_view` (the metadata view whose primary admitted the create,
+    /// from the committed create), so the group's first primary is that
+    /// metadata primary (replication spec §2). Only a replica that has no
+    /// trace of the group and has not restarted since that view began may
+    /// start so; any other boots it with [`VsrReplica::boot_group`].
+    pub fn create_group(
+        id: ReplicaId,
+        n: u8,
+        timing: Timing,
+        created_view: View,
+        nonce: u64,
+    ) -> Self {
+        let mut replica = Self::boot_group(id, n, timing, Durable::default(), nonce, created_view);
         replica.status = Status::Normal;
+        assert_eq!(replica.view, created_view, "starts in its created view");
+        assert_eq!(
+            replica.log_view, created_view,
+            "with that view's (empty) log"
+        );
         replica
+    }
+
+    /// Boots a group whose first view is `created_view` from what survived
+    /// (the `created_view` floor, replication spec §5.6): a superblock never
+    /// written (log view 0) reads as `view = log_view = created_view`, the
+    /// view the group started in; a written one never lies below it (the
+    /// caller refuses such a directory before booting).
+    pub fn boot_group(
+        id: ReplicaId,
+        n: u8,
+        timing: Timing,
+        mut durable: Durable,
+        nonce: u64,
+        created_view: View,
+    ) -> Self {
+        if durable.log_view == View(0) {
+            durable.log_view = created_view;
+            durable.view = durable.view.max(created_view);
+        }
+        assert!(
+            durable.log_view >= created_view,
+            "a group's log view is never below its created view"
+        );
+        Self::boot(id, n, timing, durable, nonce)
+    }
+
+    /// Booted with no data and not yet given a view's log (quorum-invisible).
+    pub fn is_blank(&self) -> bool {
+        self.blank
     }
 
     /// Sets how often to checkpoint and how much state one chunk moves.
