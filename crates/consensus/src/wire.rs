@@ -36,7 +36,7 @@
 //!                  240 u128>64 nonce               body = entry records
 //!  17 RequestStartView  128 group  136 u8 blank (0/1)  137 u8 reply = 0
 //!                  208 incarnation  240 u128>64 nonce
-//!  17 ViewReport   as RequestStartView with reply = 1, blank = 0
+//!  17 ViewReport   as RequestStartView with reply = 1, blank = the sender's
 //!  18 RequestPrepares  144 from  152 to  160 group  208 incarnation
 //!  21 RangeEvicted 144 oldest  152 group  208 incarnation
 //!  22 RequestStateTransfer  152 group  208 incarnation
@@ -456,8 +456,9 @@ fn put_fields(message: &Message, h: &mut Header) {
             h.0[start_view::BLANK] = u8::from(*blank);
             h.put_u128(at::NONCE, u128::from(*nonce));
         }
-        Message::ViewReport { nonce, .. } => {
+        Message::ViewReport { nonce, blank, .. } => {
             h.0[start_view::REPLY] = 1;
+            h.0[start_view::BLANK] = u8::from(*blank);
             h.put_u128(at::NONCE, u128::from(*nonce));
         }
         Message::RequestPrepares { from, to, .. } => {
@@ -589,8 +590,7 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             let blank = h.flag(start_view::BLANK, "blank")?;
             match h.flag(start_view::REPLY, "reply")? {
                 false => Message::RequestStartView { view, nonce, blank },
-                true if blank => return Err(out_of_range("blank (in a reply)", 1u8)),
-                true => Message::ViewReport { view, nonce },
+                true => Message::ViewReport { view, nonce, blank },
             }
         }
         Command::RequestPrepares => Message::RequestPrepares {
@@ -906,7 +906,11 @@ mod tests {
                 nonce: 43,
                 blank: false,
             },
-            Message::ViewReport { view, nonce: 44 },
+            Message::ViewReport {
+                view,
+                nonce: 44,
+                blank: true,
+            },
             Message::RequestPrepares {
                 view,
                 from: Op(2),
@@ -1273,12 +1277,9 @@ mod tests {
         let report = frame(Message::ViewReport {
             view: View(1),
             nonce: 5,
+            blank: false,
         });
         let mut bytes = encode(&report);
-        bytes[at::start_view::BLANK] = 1;
-        reseal(&mut bytes);
-        let error = decode(&bytes, MAX).expect_err("blank in a reply");
-        assert!(matches!(error, WireError::FieldOutOfRange { .. }));
         bytes[at::start_view::BLANK] = 2;
         reseal(&mut bytes);
         let error = decode(&bytes, MAX).expect_err("blank = 2");

@@ -66,6 +66,9 @@ pub struct Faults {
     /// another node while the first recovers (the second failure that
     /// makes a lost copy matter).
     pub second_crash_per_million: u32,
+    /// Every node boots blank and the group starts by the genesis rule
+    /// (every replica reports blank), instead of booting in view 0.
+    pub cold_start: bool,
     /// Checkpoint spacing and state chunk size (small, so that journals
     /// are cut often and transfers take several chunks).
     pub limits: Limits,
@@ -84,6 +87,7 @@ impl Faults {
             corrupt_on_crash_per_million: rng.below(400_000) as u32,
             wipe_on_crash_per_million: rng.below(300_000) as u32,
             second_crash_per_million: rng.below(1_000_000) as u32,
+            cold_start: rng.below(2) == 0,
             limits: Limits {
                 // One run in four never checkpoints.
                 checkpoint_interval: match rng.below(4) {
@@ -199,7 +203,11 @@ impl Cluster {
                     limits: faults.limits,
                     timing: TIMING,
                 };
-                node.genesis(nonces.next_u64() | 1);
+                if faults.cold_start {
+                    node.cold_start(&mut || nonces.next_u64() | 1);
+                } else {
+                    node.genesis(nonces.next_u64() | 1);
+                }
                 node
             })
             .collect();

@@ -155,7 +155,14 @@ impl Node {
         }
     }
 
-    /// The very first start of a new cluster: genesis of the metadata group.
+    /// The first start of a new cluster from blank disks: the metadata
+    /// group starts once every replica reported blank (genesis rule).
+    pub fn cold_start(&mut self, nonce: &mut impl FnMut() -> u64) {
+        self.disks.entry(GroupId::Metadata).or_default().wipe();
+        self.start(nonce);
+    }
+
+    /// The very first start of a new cluster, all in view 0 at once.
     pub fn genesis(&mut self, nonce: u64) {
         let replica =
             VsrReplica::genesis(self.id, self.n, self.timing, nonce).with_limits(self.limits);

@@ -144,8 +144,9 @@ pub enum Message {
     /// `blank`: its journal is gone (a wiped replica), so every replica
     /// answers with a ViewReport.
     RequestStartView { view: View, nonce: u64, blank: bool },
-    /// Any replica → a blank prober: my view, echoing the probe's nonce.
-    ViewReport { view: View, nonce: u64 },
+    /// Any replica → a blank prober: my view and whether I am blank too,
+    /// echoing the probe's nonce.
+    ViewReport { view: View, nonce: u64, blank: bool },
     /// Asks for the entries `from..=to` (answered with RepairPrepares).
     RequestPrepares { view: View, from: Op, to: Op },
     /// A journaled entry sent to repair a peer's log; taken only where it

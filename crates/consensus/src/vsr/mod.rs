@@ -235,7 +235,7 @@ pub struct VsrReplica {
     /// Booted with no data (until it adopts a confirmed view).
     blank: bool,
     /// Blank: the views other replicas reported to this boot's probes.
-    view_reports: BTreeMap<ReplicaId, View>,
+    view_reports: BTreeMap<ReplicaId, (View, bool)>,
     /// Whom we asked for repair, in which of its views: only its answers
     /// are taken (a late answer from an older view's primary would graft
     /// another log onto ours).

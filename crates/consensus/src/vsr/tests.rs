@@ -55,6 +55,7 @@ impl Group {
                 Action::TruncateAfter(op) => journal.entries.truncate((op.0 - base) as usize),
                 Action::Sync => {}
                 Action::Superblock { view, log_view } => {
+                    journal.blank = false;
                     journal.view = view;
                     journal.log_view = log_view;
                 }
@@ -432,4 +433,65 @@ fn given_a_retry_after_state_transfer_when_the_new_primary_answers_should_use_th
         before,
         "and not prepared again"
     );
+}
+
+fn blank() -> Durable {
+    Durable {
+        blank: true,
+        ..Durable::default()
+    }
+}
+
+#[test]
+fn given_a_whole_roster_booting_blank_when_all_report_blank_should_start_a_new_group() {
+    let mut group = Group::new(3);
+    for id in 0..3u8 {
+        group.journals[usize::from(id)] = blank();
+        group.replicas[usize::from(id)] =
+            Some(VsrReplica::boot(id, 3, TIMING, blank(), 50 + u64::from(id)));
+    }
+    assert_eq!(group.replica(0).status(), Status::Recovering);
+    group.tick(20);
+    for id in 0..3 {
+        let replica = group.replica(id);
+        assert_eq!(
+            replica.status(),
+            Status::Normal,
+            "replica {id} started the group"
+        );
+        assert!(!replica.is_blank() && !replica.is_uncertain());
+        assert_eq!(replica.view(), View(1), "its first primary is elected");
+        assert!(
+            !group.journals[usize::from(id)].blank,
+            "the superblock marks it as started"
+        );
+    }
+    assert!(matches!(
+        group.request(0, 7, 1),
+        Err(NotAdmitted::NotPrimary { view: View(1) })
+    ));
+    group.request(1, 7, 1).unwrap();
+    assert_eq!(group.replies, vec![(ClientId(7), RequestNumber(1), Op(1))]);
+}
+
+#[test]
+fn given_two_wiped_replicas_when_one_peer_holds_data_should_not_start_a_new_group() {
+    let mut group = Group::new(3);
+    group.request(0, 7, 1).unwrap();
+    group.tick(3);
+    for id in 1..3u8 {
+        group.journals[usize::from(id)] = blank();
+        group.replicas[usize::from(id)] =
+            Some(VsrReplica::boot(id, 3, TIMING, blank(), 60 + u64::from(id)));
+    }
+    group.tick(40);
+    for id in 1..3 {
+        let replica = group.replica(id);
+        assert_eq!(replica.status(), Status::Normal, "replica {id} joined");
+        assert_eq!(
+            replica.head(),
+            Op(1),
+            "with the group's history, not a new one"
+        );
+    }
 }

@@ -78,14 +78,16 @@ impl VsrReplica {
                     let report = Message::ViewReport {
                         view: self.view,
                         nonce,
+                        blank: self.holds_nothing(),
                     };
                     self.send(actions, from, report);
                 }
                 self.on_request_start_view(from, view, nonce, actions)
             }
-            Message::ViewReport { view, nonce } => {
+            Message::ViewReport { view, nonce, blank } => {
                 if self.blank && nonce == self.nonce {
-                    self.view_reports.insert(from, view);
+                    self.view_reports.insert(from, (view, blank));
+                    self.maybe_genesis(actions);
                 }
             }
             _ => unreachable!("normal-operation messages are handled in normal.rs"),
@@ -405,7 +407,64 @@ impl VsrReplica {
         let needed = usize::from(self.n - self.quorums.view_change + 1);
         nonce == self.nonce
             && self.view_reports.len() >= needed
-            && self.view_reports.values().all(|&reported| view >= reported)
+            && self
+                .view_reports
+                .values()
+                .all(|&(reported, _)| view >= reported)
+    }
+
+    /// Whether this replica provably holds no op anyone could need: blank,
+    /// or certain with an empty log and no checkpoint (it acknowledged
+    /// nothing it still keeps, and nothing was committed through it). A
+    /// replica that started a new group holds nothing until its first
+    /// prepare, so a blank peer that missed the start can still join it.
+    fn holds_nothing(&self) -> bool {
+        self.blank
+            || (self.head() == Op::ZERO && self.checkpoint_op() == Op::ZERO && !self.uncertain)
+    }
+
+    /// Genesis (replication spec §6.2): a blank replica whose probe every
+    /// other roster replica answered as holding nothing (blank, or a new
+    /// group's member with an empty log) belongs to a new group. It
+    /// becomes certain with an empty log (it holds and acknowledged
+    /// nothing) and votes for the next view at once, so the group's first
+    /// primary is elected by a view-change quorum of such members: a
+    /// primary that started alone could prepare ops nobody else can ever
+    /// take from it, while its blank peers wait for a view it cannot lead.
+    /// Stale answers cannot count (they echo this boot's nonce), and one
+    /// replica with data anywhere prevents it, so a wipe can never start a
+    /// second history.
+    fn maybe_genesis(&mut self, actions: &mut Vec<Action>) {
+        let everyone = self.view_reports.len() == usize::from(self.n) - 1;
+        // A blank replica that already met a primary (and moved its view)
+        // waits for that view instead.
+        let first_view = self.log_view == self.view;
+        if !everyone || !first_view || !self.view_reports.values().all(|&(_, blank)| blank) {
+            return;
+        }
+        assert!(
+            self.blank && self.log.is_empty(),
+            "genesis of an empty replica"
+        );
+        self.blank = false;
+        self.uncertain = false;
+        self.view_reports.clear();
+        // Written, the superblock marks the replica as no longer blank.
+        actions.push(Action::Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        });
+        if self.uncertain_persisted {
+            actions.push(Action::Uncertain(false));
+            self.uncertain_persisted = false;
+        }
+        assert!(
+            !self.blank && !self.uncertain,
+            "a certain member of a new group"
+        );
+        self.status = Status::ViewChange;
+        let next = self.view.next();
+        self.start_view_change(next, actions);
     }
 
     /// Heard a newer view than ours: ask its primary for it.
