@@ -126,11 +126,43 @@ impl Disk {
         self.durable.len()
     }
 
-    /// A latent sector error: one durable entry's body is damaged (its
-    /// identity no longer matches). `pick` chooses which.
+    /// Power loss instead of a process crash: of the entries appended
+    /// since the last sync, the sectors of a prefix may have reached the
+    /// platter anyway (`keep` chooses how many; a torn entry is cut by the
+    /// journal scan, so it counts as lost). A rewrite since the last sync
+    /// (a truncation) is lost whole. Returns how many were kept.
+    pub fn power_loss(&mut self, keep: u64) -> usize {
+        let synced = self.durable.len();
+        let appended = self.volatile.len() >= synced
+            && self
+                .volatile
+                .iter()
+                .zip(&self.durable)
+                .all(|(a, b)| a.identity == b.identity && a.op == b.op);
+        if !appended || self.volatile.len() == synced {
+            return 0;
+        }
+        let extra = self.volatile.len() - synced;
+        let kept = usize::try_from(keep % (extra as u64 + 1)).expect("fits");
+        self.durable = self.volatile[..synced + kept].to_vec();
+        kept
+    }
+
+    /// A latent sector error or a misdirected write on one durable entry:
+    /// its body damaged (its identity no longer matches), or another
+    /// entry's sectors written over its slot (it holds another op). `pick`
+    /// chooses which entry and which fault.
     pub fn corrupt(&mut self, pick: u64) -> bool {
         if self.durable.is_empty() {
             return false;
+        }
+        if pick & 2 != 0 && self.durable.len() > 1 {
+            let len = self.durable.len() as u64;
+            let to = ((pick >> 2) % len) as usize;
+            let from = ((to as u64 + 1 + (pick >> 10) % (len - 1)) % len) as usize;
+            self.durable[to] = self.durable[from].clone();
+            self.volatile = self.durable.clone();
+            return true;
         }
         // Half the time the newest entry: the one most likely acknowledged
         // by this replica and few others, where a lost copy hurts most.

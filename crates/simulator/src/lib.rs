@@ -66,6 +66,9 @@ pub struct Faults {
     /// another node while the first recovers (the second failure that
     /// makes a lost copy matter).
     pub second_crash_per_million: u32,
+    /// Chance that a crash is a power loss: unsynced appended entries may
+    /// survive in part.
+    pub power_loss_per_million: u32,
     /// Every node boots blank and the group starts by the genesis rule
     /// (every replica reports blank), instead of booting in view 0.
     pub cold_start: bool,
@@ -88,6 +91,7 @@ impl Faults {
             wipe_on_crash_per_million: rng.below(300_000) as u32,
             second_crash_per_million: rng.below(1_000_000) as u32,
             cold_start: rng.below(2) == 0,
+            power_loss_per_million: rng.below(600_000) as u32,
             limits: Limits {
                 // One run in four never checkpoints.
                 checkpoint_interval: match rng.below(4) {
@@ -657,6 +661,14 @@ impl Cluster {
         }
         self.nodes[usize::from(id)].crash();
         self.crashes += 1;
+        if self.fault_rng.chance(self.faults.power_loss_per_million) {
+            let node = &mut self.nodes[usize::from(id)];
+            let mut kept = 0;
+            for disk in node.disks.values_mut() {
+                kept += disk.power_loss(self.fault_rng.next_u64());
+            }
+            self.note(&format!("power loss {id}: {kept} unsynced entries kept"));
+        }
         let down = 10 + self.fault_rng.below(200);
         self.nodes[usize::from(id)].restart_at = Some(self.tick + down);
         self.note(&format!("crash {id}"));
