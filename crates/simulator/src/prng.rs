@@ -11,6 +11,7 @@ pub mod salt {
     pub const FAULTS: u64 = 0x6661_756c_7473_0000;
     pub const WORKLOAD: u64 = 0x776f_726b_6c6f_6164;
     pub const NONCES: u64 = 0x6e6f_6e63_6573_0000;
+    pub const SHAPE: u64 = 0x7368_6170_6500_0000;
 }
 
 impl Prng {

@@ -18,6 +18,10 @@ impl VsrReplica {
             return Err(NotAdmitted::NotPrimary { view: self.view });
         }
         let mut actions = Vec::new();
+        // The client table must hold everything committed before it judges
+        // a retry (a group of one boots with its journal committed but not
+        // yet applied).
+        self.apply_committed(&mut actions);
         if let Some(&(number, op)) = self.clients.get(&request.client)
             && request.number <= number
         {
@@ -377,6 +381,9 @@ impl VsrReplica {
     }
 
     fn tick_primary(&mut self, actions: &mut Vec<Action>) {
+        // A group of one boots with its whole journal committed: it applies
+        // it on its first tick.
+        self.apply_committed(actions);
         // A primary whose oldest uncommitted prepare has waited half a
         // heartbeat timeout abdicates: it stops sending Commits, so
         // backups that it cannot hear elect past it (§5.3 step 7).

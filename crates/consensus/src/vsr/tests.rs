@@ -495,3 +495,30 @@ fn given_two_wiped_replicas_when_one_peer_holds_data_should_not_start_a_new_grou
         );
     }
 }
+
+#[test]
+fn given_a_group_of_one_when_a_retry_arrives_right_after_a_restart_should_answer_from_the_journal()
+{
+    let mut group = Group::new(1);
+    group.request(0, 7, 1).unwrap();
+    group.restart(0, 9);
+    assert_eq!(
+        group.replica(0).status(),
+        Status::Normal,
+        "one replica serves at once"
+    );
+    // Before any tick: the journal is committed but not yet applied.
+    group.request(0, 7, 1).unwrap();
+    assert_eq!(
+        group.replica(0).head(),
+        Op(1),
+        "the retry is not prepared again"
+    );
+    assert!(
+        group
+            .replies
+            .iter()
+            .all(|reply| *reply == (ClientId(7), RequestNumber(1), Op(1))),
+        "every answer (re-applying the journal answers again) names op 1"
+    );
+}
