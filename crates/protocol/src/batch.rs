@@ -13,7 +13,10 @@
 //!  32  u64 batch_length      256 + frame bytes
 //!  40  u64 batch_checksum    see `batch_checksum`
 //!  48  u32 message_count
-//!  52  204 reserved, zero
+//!  52  u32 key_id            0 = plaintext; n = frames encrypted at rest
+//!                            under key n of the data directory's key check
+//!                            file (`engine::encryption`); producers send 0
+//!  56  200 reserved, zero
 //!
 //! message header
 //!   0  u64  checksum         XXH3-64 over header[8..48] ++ payload ++ user headers
@@ -28,8 +31,11 @@
 //! The batch checksum is XXH3-64 over the five u64 header fields
 //! (partition_id, base_offset, base_timestamp, origin_timestamp,
 //! batch_length), the u32 message_count and then each frame's 8-byte
-//! checksum, in frame order. Frame checksums do not cover the batch header,
-//! so the server can stamp offsets and times without touching frames.
+//! checksum, in frame order; a non-zero key_id (u32) follows message_count,
+//! so a stored encrypted batch whose key_id is flipped fails its checksum
+//! (a plaintext batch hashes exactly as the spec says). Frame checksums do
+//! not cover the batch header, so the server can stamp offsets and times
+//! without touching frames.
 
 use crate::checksum::{Xxh3Stream, xxh3_64};
 
@@ -43,14 +49,17 @@ const ORIGIN_TIMESTAMP: usize = 24;
 const BATCH_LENGTH: usize = 32;
 const BATCH_CHECKSUM: usize = 40;
 const MESSAGE_COUNT: usize = 48;
-const BATCH_RESERVED: usize = 52;
+const KEY_ID: usize = 52;
+const BATCH_RESERVED: usize = 56;
 
-const MSG_CHECKSUM: usize = 0;
-const MSG_ID: usize = 8;
+/// Byte positions of the message header's fields (see the table above);
+/// public so code that rewrites frames (encryption at rest) names them.
+pub const MSG_CHECKSUM: usize = 0;
+pub const MSG_ID: usize = 8;
 const MSG_OFFSET_DELTA: usize = 24;
 const MSG_TIMESTAMP_DELTA: usize = 28;
-const MSG_USER_HEADERS_LENGTH: usize = 32;
-const MSG_PAYLOAD_LENGTH: usize = 36;
+pub const MSG_USER_HEADERS_LENGTH: usize = 32;
+pub const MSG_PAYLOAD_LENGTH: usize = 36;
 const MSG_RESERVED: usize = 40;
 
 /// Why a batch record is not acceptable.
@@ -78,6 +87,8 @@ pub enum BatchError {
     MessageChecksum { index: u32 },
     #[error("batch checksum does not match")]
     BatchChecksum,
+    #[error("key_id {found} is set by the server only; a producer sends 0")]
+    KeyIdNotZero { found: u32 },
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -106,6 +117,9 @@ pub struct BatchHeader {
     pub batch_length: u64,
     pub batch_checksum: u64,
     pub message_count: u32,
+    /// 0 for plaintext frames; otherwise the id of the key that encrypted
+    /// them at rest.
+    pub key_id: u32,
 }
 
 impl BatchHeader {
@@ -129,6 +143,7 @@ impl BatchHeader {
             batch_length: u64_at(bytes, BATCH_LENGTH),
             batch_checksum: u64_at(bytes, BATCH_CHECKSUM),
             message_count: u32_at(bytes, MESSAGE_COUNT),
+            key_id: u32_at(bytes, KEY_ID),
         })
     }
 
@@ -142,6 +157,7 @@ impl BatchHeader {
         put_u64(out, BATCH_LENGTH, self.batch_length);
         put_u64(out, BATCH_CHECKSUM, self.batch_checksum);
         put_u32(out, MESSAGE_COUNT, self.message_count);
+        put_u32(out, KEY_ID, self.key_id);
         out[BATCH_RESERVED..BATCH_HEADER_SIZE].fill(0);
     }
 
@@ -155,15 +171,9 @@ impl BatchHeader {
     /// The batch checksum of these header fields over the given frame
     /// checksums, in order.
     pub fn checksum_over(&self, frame_checksums: impl IntoIterator<Item = u64>) -> u64 {
-        let mut fixed = [0u8; 44];
-        put_u64(&mut fixed, 0, self.partition_id);
-        put_u64(&mut fixed, 8, self.base_offset);
-        put_u64(&mut fixed, 16, self.base_timestamp);
-        put_u64(&mut fixed, 24, self.origin_timestamp);
-        put_u64(&mut fixed, 32, self.batch_length);
-        put_u32(&mut fixed, 40, self.message_count);
+        let (fixed, len) = header_checksum_prefix(self);
         let mut hash = Xxh3Stream::new();
-        hash.update(&fixed);
+        hash.update(&fixed[..len]);
         for checksum in frame_checksums {
             hash.update(&checksum.to_le_bytes());
         }
@@ -297,7 +307,8 @@ pub fn validate_record(record: &[u8], verify: Verify) -> Result<BatchHeader, Bat
     }
     let mut count = 0u32;
     let mut hash = Xxh3Stream::new();
-    hash.update(&header_checksum_prefix(&header));
+    let (prefix, prefix_len) = header_checksum_prefix(&header);
+    hash.update(&prefix[..prefix_len]);
     for item in Frames::new(&record[BATCH_HEADER_SIZE..]) {
         let (_, frame) = item?;
         if frame.offset_delta() != count {
@@ -329,15 +340,22 @@ pub fn validate_record(record: &[u8], verify: Verify) -> Result<BatchHeader, Bat
     Ok(header)
 }
 
-fn header_checksum_prefix(header: &BatchHeader) -> [u8; 44] {
-    let mut fixed = [0u8; 44];
+/// The header fields the batch checksum starts with, and how many of the
+/// 48 bytes are used: 44 for a plaintext batch (the spec's formula), 48
+/// when a key_id is set.
+fn header_checksum_prefix(header: &BatchHeader) -> ([u8; 48], usize) {
+    let mut fixed = [0u8; 48];
     put_u64(&mut fixed, 0, header.partition_id);
     put_u64(&mut fixed, 8, header.base_offset);
     put_u64(&mut fixed, 16, header.base_timestamp);
     put_u64(&mut fixed, 24, header.origin_timestamp);
     put_u64(&mut fixed, 32, header.batch_length);
     put_u32(&mut fixed, 40, header.message_count);
-    fixed
+    if header.key_id == 0 {
+        return (fixed, 44);
+    }
+    put_u32(&mut fixed, 44, header.key_id);
+    (fixed, 48)
 }
 
 /// Stamps the server fields into a validated record in place and
@@ -533,6 +551,58 @@ mod tests {
             .map(|f| f.unwrap().1.checksum())
             .collect();
         assert_eq!(header.checksum_over(frames), header.batch_checksum);
+    }
+
+    /// Golden bytes of a header with a key_id: the field sits at byte 52,
+    /// little-endian, and the reserved area after it stays zero.
+    #[test]
+    fn given_key_id_when_writing_header_should_place_it_at_byte_52() {
+        let header = BatchHeader {
+            partition_id: 1,
+            base_offset: 2,
+            base_timestamp: 3,
+            origin_timestamp: 4,
+            batch_length: 256,
+            batch_checksum: 5,
+            message_count: 6,
+            key_id: 0x0A0B_0C0D,
+        };
+        let mut out = [0xFFu8; BATCH_HEADER_SIZE];
+        header.write(&mut out);
+        assert_eq!(&out[48..56], &[6, 0, 0, 0, 0x0D, 0x0C, 0x0B, 0x0A]);
+        assert!(out[56..].iter().all(|&b| b == 0));
+        assert_eq!(BatchHeader::read(&out).unwrap(), header);
+        out[56] = 1;
+        assert_eq!(
+            BatchHeader::read(&out),
+            Err(BatchError::HeaderReservedNotZero)
+        );
+    }
+
+    /// A plaintext batch hashes as the spec says (44 header bytes); a key_id
+    /// joins the hash, so flipping it is caught by the batch checksum.
+    #[test]
+    fn given_key_id_when_checksumming_should_cover_it_and_leave_plaintext_unchanged() {
+        let mut record = sample();
+        let plain = BatchHeader::read(&record).unwrap();
+        let spec_formula = {
+            let mut hash = Xxh3Stream::new();
+            hash.update(&header_checksum_prefix(&plain).0[..44]);
+            for item in Frames::new(&record[BATCH_HEADER_SIZE..]) {
+                hash.update(&item.unwrap().1.checksum().to_le_bytes());
+            }
+            hash.finish()
+        };
+        assert_eq!(plain.batch_checksum, spec_formula);
+        put_u32(&mut record, KEY_ID, 7);
+        let stamped = stamp_record(&mut record, 0, 0, 1);
+        assert_eq!(stamped.key_id, 7);
+        validate_record(&record, Verify::Checksums).unwrap();
+        put_u32(&mut record, KEY_ID, 8);
+        assert_eq!(
+            validate_record(&record, Verify::Checksums),
+            Err(BatchError::BatchChecksum)
+        );
     }
 
     #[test]

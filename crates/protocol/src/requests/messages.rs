@@ -119,9 +119,15 @@ impl<'a> SendMessages<'a> {
     }
 
     /// Validates the record (spec 11.4 step 3) and checks that its count
-    /// matches `messages_count`.
+    /// matches `messages_count` and that it claims no encryption key (the
+    /// server alone sets `key_id`, when it encrypts at rest).
     pub fn validate(&self, body: &[u8], verify: Verify) -> Result<BatchHeader, BatchError> {
         let header = validate_record(self.record(body), verify)?;
+        if header.key_id != 0 {
+            return Err(BatchError::KeyIdNotZero {
+                found: header.key_id,
+            });
+        }
         if header.message_count != self.messages_count {
             return Err(BatchError::MessageCountMismatch {
                 declared: self.messages_count,
