@@ -31,6 +31,7 @@
 //!   9 Commit       152 commit  168 group  208 incarnation
 //!  10 StartViewChange  128 group  208 incarnation
 //!  11 DoViewChange 128 head  136 commit  144 group  152 u32 log_view
+//!                  156 u8 uncertain (0/1)
 //!                  208 incarnation   body = <= 128 entry records, head first
 //!  12 StartView    128 head  136 commit  144 group  208 incarnation
 //!                  240 u128>64 nonce               body = entry records
@@ -55,8 +56,7 @@
 //!
 //! Spec fields we have no value for stay zero: Prepare's request_checksum
 //! (160), operation (208) and user_id (224); Commit's commit_checksum (128)
-//! and timestamp_monotonic (144); DoViewChange's uncertain (156) and
-//! bitsets (224, 240); every `nonce@128`; StateTransferTarget's
+//! and timestamp_monotonic (144); DoViewChange's bitsets (224, 240); every `nonce@128`; StateTransferTarget's
 //! unavailable_transient (161) and commit_max (168); RequestStateChunk's
 //! len (160) and artifact (164) and StateChunk's artifact (160) (the state
 //! is the only artifact). A prepare's identity is ours (`Entry::identity`,
@@ -120,6 +120,7 @@ mod at {
         pub const COMMIT: usize = 136;
         pub const GROUP: usize = 144;
         pub const LOG_VIEW: usize = 152;
+        pub const UNCERTAIN: usize = 156;
     }
     pub mod start_view {
         pub const GROUP: usize = 128;
@@ -436,11 +437,13 @@ fn put_fields(message: &Message, h: &mut Header) {
             log_view,
             head,
             commit,
+            uncertain,
             ..
         } => {
             h.put_u64(view_log::HEAD, head.0);
             h.put_u64(view_log::COMMIT, commit.0);
             h.put_u32(view_log::LOG_VIEW, log_view.0);
+            h.0[view_log::UNCERTAIN] = u8::from(*uncertain);
         }
         Message::StartView {
             head,
@@ -577,6 +580,7 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             head: Op(h.u64(view_log::HEAD)),
             commit: Op(h.u64(view_log::COMMIT)),
             entries: entry_list(command, body, DVC_ENTRIES_MAX)?,
+            uncertain: h.flag(view_log::UNCERTAIN, "uncertain")?,
         },
         Command::StartView => Message::StartView {
             view,
@@ -862,6 +866,7 @@ mod tests {
             head: Op(7),
             commit: Op(5),
             entries: vec![second, first],
+            uncertain: false,
         })
     }
 

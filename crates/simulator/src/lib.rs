@@ -388,7 +388,12 @@ impl Cluster {
                     Message::PrepareOk { op, identity, .. } => {
                         self.checker.prepare_ok(id, group, *op, *identity)
                     }
-                    Message::DoViewChange { head, entries, .. } => {
+                    Message::DoViewChange {
+                        head,
+                        entries,
+                        uncertain: false,
+                        ..
+                    } => {
                         self.checker.dvc_sent(id, group, *head, entries)?
                     }
                     _ => {}
@@ -689,14 +694,16 @@ impl Cluster {
             .iter()
             .filter(|other| other.id != id)
             .all(|other| other.sound(&live, committed));
-        // A lone replica has nobody to refill it, and of two the other
-        // alone is short of a view-change quorum (two) once it restarts,
-        // while a damaged or wiped replica never votes: a named stall
-        // (replication spec §9 (9)), so their disks are never damaged.
-        if !others_sound || self.options.replicas <= 2 {
+        // A lone replica has nobody to refill it: its disk is never damaged.
+        if !others_sound || self.options.replicas == 1 {
             return;
         }
-        if self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
+        // Of two, the other alone is short of a view-change quorum (two)
+        // once it restarts, and a wiped replica never votes: a named stall
+        // (replication spec §9 (9)), so two are never wiped. (A damaged
+        // one votes with its log flagged uncertain, §5.5.)
+        let may_wipe = self.options.replicas > 2;
+        if may_wipe && self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
             self.nodes[usize::from(id)].wipe();
             self.note(&format!("wipe {id}"));
         } else if self

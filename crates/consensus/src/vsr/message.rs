@@ -130,6 +130,10 @@ pub enum Message {
         head: Op,
         commit: Op,
         entries: Vec<Entry>,
+        /// The sender's head is uncertain (it may have lost entries it
+        /// acknowledged): its log counts only as replication spec §5.5
+        /// allows, and its head never nacks.
+        uncertain: bool,
     },
     /// New primary → all: the view's log suffix and commit point; `nonce`
     /// echoes a probe's nonce (0 otherwise).

@@ -180,6 +180,8 @@ struct Dvc {
     head: Op,
     commit: Op,
     entries: Vec<Entry>,
+    /// Sent with an uncertain head (replication spec §5.5).
+    uncertain: bool,
 }
 
 pub struct VsrReplica {

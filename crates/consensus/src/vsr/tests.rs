@@ -258,7 +258,7 @@ fn given_a_damaged_journal_entry_when_booting_should_keep_the_sound_prefix_and_b
 }
 
 #[test]
-fn given_an_uncertain_replica_when_its_probes_run_out_should_vote_but_never_offer_its_log() {
+fn given_an_uncertain_replica_when_its_probes_run_out_should_offer_its_log_only_flagged() {
     let mut durable = Durable::default();
     let request = Request {
         client: ClientId(7),
@@ -275,14 +275,20 @@ fn given_an_uncertain_replica_when_its_probes_run_out_should_vote_but_never_offe
             !actions.iter().any(|a| matches!(
                 a,
                 Action::Send(Envelope {
-                    message: Message::DoViewChange { .. },
+                    message: Message::DoViewChange {
+                        uncertain: false,
+                        ..
+                    },
                     ..
                 })
             )),
-            "an uncertain replica may vote to move on, never offer its log"
+            "an uncertain replica offers its log only flagged as uncertain"
         );
     }
-    assert_eq!(replica.status(), Status::Recovering);
+    assert!(
+        replica.is_uncertain(),
+        "it stays uncertain until a view starts"
+    );
 }
 
 #[test]
@@ -520,5 +526,42 @@ fn given_a_group_of_one_when_a_retry_arrives_right_after_a_restart_should_answer
             .iter()
             .all(|reply| *reply == (ClientId(7), RequestNumber(1), Op(1))),
         "every answer (re-applying the journal answers again) names op 1"
+    );
+}
+
+#[test]
+fn given_two_uncertain_replicas_of_three_when_every_replica_reports_should_elect_on_all_their_logs()
+{
+    let mut group = Group::new(3);
+    for number in 1..=3 {
+        group.request(0, 7, number).unwrap();
+    }
+    group.tick(3);
+    // The whole group restarts; 0 and 1 find their last entry damaged.
+    for id in 0..3u8 {
+        let mut durable = group.journals[usize::from(id)].clone();
+        if id < 2 {
+            durable.entries[2].body.push(0xA5);
+        }
+        group.replicas[usize::from(id)] =
+            Some(VsrReplica::boot(id, 3, TIMING, durable, 70 + u64::from(id)));
+    }
+    assert!(group.replica(0).is_uncertain() && group.replica(1).is_uncertain());
+    // One certain DoViewChange is short of a quorum; once all three
+    // reported, all count, and the certain log (head 3) wins.
+    group.tick(200);
+    for id in 0..3 {
+        let replica = group.replica(id);
+        assert_eq!(replica.status(), Status::Normal, "replica {id} is normal");
+        assert!(!replica.is_uncertain(), "replica {id} is certain again");
+        assert_eq!(replica.head(), Op(3), "nothing acknowledged was lost");
+    }
+    let primary = (0..3u8)
+        .find(|&id| group.replica(id).is_primary())
+        .expect("a primary");
+    group.request(primary, 7, 4).unwrap();
+    assert_eq!(
+        group.replies.last(),
+        Some(&(ClientId(7), RequestNumber(4), Op(4)))
     );
 }

@@ -49,12 +49,14 @@ impl VsrReplica {
                 head,
                 commit,
                 entries,
+                uncertain,
             } => {
                 let dvc = Dvc {
                     log_view,
                     head,
                     commit,
                     entries,
+                    uncertain,
                 };
                 self.on_dvc(from, view, dvc, actions);
             }
@@ -70,6 +72,7 @@ impl VsrReplica {
                     head,
                     commit,
                     entries,
+                    uncertain: false,
                 };
                 self.on_start_view(from, suffix, nonce, actions);
             }
@@ -141,6 +144,7 @@ impl VsrReplica {
             head: dvc.head,
             commit: dvc.commit,
             entries: dvc.entries,
+            uncertain: dvc.uncertain,
         };
         self.send(actions, self.primary_of(self.view), message);
     }
@@ -164,6 +168,7 @@ impl VsrReplica {
             head: self.head(),
             commit: self.commit_max.min(self.head()),
             entries,
+            uncertain: self.uncertain,
         }
     }
 
@@ -195,16 +200,9 @@ impl VsrReplica {
         {
             return;
         }
-        let ignore_log_view = super::planted(super::PlantedBug::DvcIgnoresLogView);
-        let canonical = self
-            .dvcs
-            .values()
-            .max_by_key(|d| {
-                let log_view = if ignore_log_view { View(0) } else { d.log_view };
-                (log_view, d.head)
-            })
-            .expect("a quorum of DVCs")
-            .clone();
+        let Some(canonical) = self.select_canonical() else {
+            return; // wait for more DoViewChanges (or stall, §5.5)
+        };
         let commit = self
             .dvcs
             .values()
@@ -217,6 +215,13 @@ impl VsrReplica {
         self.install_log(merged, actions);
         self.log_view = self.view;
         self.persist_superblock(actions);
+        // Our journal now holds the view's log: an uncertain primary-elect
+        // is certain again.
+        self.uncertain = false;
+        if self.uncertain_persisted {
+            actions.push(Action::Uncertain(false));
+            self.uncertain_persisted = false;
+        }
         self.status = Status::Normal;
         self.commit_max = commit.max(self.commit_max);
         assert!(
@@ -236,6 +241,47 @@ impl VsrReplica {
         self.broadcast(actions, &start_view);
         self.ticks_since_commit_sent = 0;
         self.apply_committed(actions);
+    }
+
+    /// The log selection of replication spec §5.5 over the DoViewChanges
+    /// received. Those not flagged uncertain decide once they reach the
+    /// view-change quorum (flagged ones, whose heads may have lost
+    /// acknowledged entries, are left out). Failing that, once every
+    /// roster replica has sent one, all count: the highest log view, then
+    /// the highest head (a flagged head never cuts anything, as a lower
+    /// head never does here); but if a flagged sender holds the highest log
+    /// view while a lower-log-view DVC reaches above every canonical head,
+    /// the canonical log's true end is unknown, and the view stalls
+    /// rather than guess. `None`: wait.
+    fn select_canonical(&self) -> Option<Dvc> {
+        let ignore_log_view = super::planted(super::PlantedBug::DvcIgnoresLogView);
+        let rank = |d: &&Dvc| {
+            let log_view = if ignore_log_view { View(0) } else { d.log_view };
+            (log_view, d.head)
+        };
+        let certain: Vec<&Dvc> = self.dvcs.values().filter(|d| !d.uncertain).collect();
+        if certain.len() >= usize::from(self.quorums.view_change) {
+            return certain.into_iter().max_by_key(rank).cloned();
+        }
+        if self.dvcs.len() < usize::from(self.n) {
+            return None;
+        }
+        let canonical_view = self.dvcs.values().map(|d| d.log_view).max()?;
+        let canonical: Vec<&Dvc> = self
+            .dvcs
+            .values()
+            .filter(|d| d.log_view == canonical_view)
+            .collect();
+        let top = canonical.iter().map(|d| d.head).max()?;
+        let flagged_canonical = canonical.iter().any(|d| d.uncertain);
+        let beyond = self
+            .dvcs
+            .values()
+            .any(|d| d.log_view < canonical_view && d.head > top);
+        if flagged_canonical && beyond {
+            return None;
+        }
+        self.dvcs.values().max_by_key(rank).cloned()
     }
 
     /// The canonical log from our `log_start` on: our own entries below
@@ -545,22 +591,15 @@ impl VsrReplica {
             return;
         }
         self.ticks_since_heartbeat = 0;
-        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && self.uncertain && !self.blank {
-            // Nobody answers (the group may be in an older view than ours,
-            // persisted before a crash): ask the others to move to a newer
-            // one. A vote to leave carries no log, so an uncertain replica
-            // may cast it; it never sends a DVC and stays recovering until
-            // a StartView of that view comes.
-            let next = self.vote_target();
-            *self.svc_votes.entry(next).or_insert(0) |= 1 << self.id;
-            self.broadcast(actions, &Message::StartViewChange { view: next });
-        }
-        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && !self.uncertain {
-            // Nobody leads a view we can join: the whole group restarted.
+        if self.probes_unanswered >= super::PROBE_ATTEMPTS_MAX && !self.blank {
+            // Nobody leads a view we can join: the whole group restarted
+            // (or is in an older view than ours, persisted before a crash).
             // Start a view change on our own log (a new view, so this
-            // replica never resumes a primaryship it held before).
+            // replica never resumes a primaryship it held before). An
+            // uncertain replica takes part with its DoViewChange flagged,
+            // which counts only as §5.5 allows; a blank one never votes.
             self.status = Status::ViewChange;
-            let next = self.view.next();
+            let next = self.vote_target();
             self.start_view_change(next, actions);
             return;
         }
