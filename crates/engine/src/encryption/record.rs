@@ -22,8 +22,8 @@
 //! the plaintext frames.
 
 use protocol::batch::{
-    BATCH_HEADER_SIZE, BatchHeader, Frame, Frames, MESSAGE_HEADER_SIZE, MSG_CHECKSUM, MSG_ID,
-    MSG_PAYLOAD_LENGTH, MSG_USER_HEADERS_LENGTH,
+    BATCH_HEADER_SIZE, BatchError, BatchHeader, Frame, Frames, MESSAGE_HEADER_SIZE, MSG_CHECKSUM,
+    MSG_ID, MSG_PAYLOAD_LENGTH, MSG_USER_HEADERS_LENGTH, Verify, validate_record,
 };
 use protocol::checksum::xxh3_64;
 use rand::RngCore;
@@ -55,14 +55,18 @@ pub enum DecryptError {
 }
 
 impl Keyring {
-    /// Seals every frame of a validated producer record under the active
-    /// key, into a new record of the sealed size (one copy of each field,
-    /// sealed where it lands). Server fields are carried over; the batch
-    /// checksum is recomputed (stamping recomputes it again).
-    pub fn encrypt_record(&self, plain: &[u8]) -> Vec<u8> {
-        let header = BatchHeader::read(plain).expect("encrypt_record needs a validated record");
-        assert_eq!(header.key_id, 0, "a producer record is plaintext");
-        assert_eq!(header.batch_length, plain.len() as u64, "a whole record");
+    /// Seals every frame of a producer record under the active key, into a
+    /// new record of the sealed size (one copy of each field, sealed where
+    /// it lands). Server fields are carried over; the batch checksum is
+    /// recomputed (stamping recomputes it again). The record's layout is
+    /// checked first; a record already naming a key is refused.
+    pub fn encrypt_record(&self, plain: &[u8]) -> Result<Vec<u8>, BatchError> {
+        let header = validate_record(plain, Verify::Layout)?;
+        if header.key_id != 0 {
+            return Err(BatchError::KeyIdNotZero {
+                found: header.key_id,
+            });
+        }
         let key = self
             .key(self.active)
             .expect("the active key is in the keyring");
@@ -81,7 +85,7 @@ impl Keyring {
         sealed.key_id = self.active.0;
         sealed.batch_checksum = sealed.checksum_over(checksums);
         sealed.write(&mut out);
-        out
+        Ok(out)
     }
 
     /// Opens a stored record given as its (possibly rewritten) batch header

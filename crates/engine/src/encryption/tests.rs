@@ -43,7 +43,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[test]
 fn given_record_when_sealing_and_opening_should_restore_the_plaintext_bytes() {
     let ring = keyring(7);
-    let mut sealed = ring.encrypt_record(&plain());
+    let mut sealed = ring.encrypt_record(&plain()).unwrap();
     let header = stamp_record(&mut sealed, 3, 40, 5_000);
     assert_eq!(header.key_id, 1);
     validate_record(&sealed, Verify::Checksums).expect("sealed record is a valid record");
@@ -56,7 +56,7 @@ fn given_record_when_sealing_and_opening_should_restore_the_plaintext_bytes() {
 
 #[test]
 fn given_sealed_record_should_hold_no_plaintext_and_sealed_lengths() {
-    let sealed = keyring(7).encrypt_record(&plain());
+    let sealed = keyring(7).encrypt_record(&plain()).unwrap();
     assert!(!contains(&sealed, b"secret payload"));
     assert!(!contains(&sealed, b"abc"));
     let frames: Vec<_> = Frames::new(&sealed[BATCH_HEADER_SIZE..])
@@ -86,7 +86,7 @@ fn given_sealed_record_should_hold_no_plaintext_and_sealed_lengths() {
 
 #[test]
 fn given_another_key_when_opening_should_fail_authentication() {
-    let sealed = keyring(7).encrypt_record(&plain());
+    let sealed = keyring(7).encrypt_record(&plain()).unwrap();
     let (h, frames) = split(&sealed);
     assert_eq!(
         keyring(8).decrypt_record(&h, frames),
@@ -99,7 +99,9 @@ fn given_another_key_when_opening_should_fail_authentication() {
 
 #[test]
 fn given_unknown_key_id_when_opening_should_name_it() {
-    let sealed = Keyring::new(KeyId(2), &[(KeyId(2), key(7))]).encrypt_record(&plain());
+    let sealed = Keyring::new(KeyId(2), &[(KeyId(2), key(7))])
+        .encrypt_record(&plain())
+        .unwrap();
     let (h, frames) = split(&sealed);
     assert_eq!(
         keyring(7).decrypt_record(&h, frames),
@@ -111,7 +113,7 @@ fn given_unknown_key_id_when_opening_should_name_it() {
 fn given_payloads_swapped_between_messages_when_opening_should_fail() {
     let ring = keyring(7);
     let record = build_record(0, &[(1, b"aaaa", b""), (2, b"bbbb", b"")]);
-    let mut sealed = ring.encrypt_record(&record);
+    let mut sealed = ring.encrypt_record(&record).unwrap();
     let frame_len = MESSAGE_HEADER_SIZE + 4 + SEALED_OVERHEAD;
     let first = BATCH_HEADER_SIZE + MESSAGE_HEADER_SIZE;
     let second = first + frame_len;
@@ -127,6 +129,17 @@ fn given_payloads_swapped_between_messages_when_opening_should_fail() {
 }
 
 #[test]
+fn given_record_naming_a_key_when_sealing_should_refuse() {
+    let ring = keyring(7);
+    let sealed = ring.encrypt_record(&plain()).unwrap();
+    assert_eq!(
+        ring.encrypt_record(&sealed),
+        Err(protocol::batch::BatchError::KeyIdNotZero { found: 1 })
+    );
+    assert!(ring.encrypt_record(&plain()[..300]).is_err());
+}
+
+#[test]
 fn given_plaintext_batch_when_opening_should_pass_it_through() {
     let record = plain();
     let (h, frames) = split(&record);
@@ -136,9 +149,9 @@ fn given_plaintext_batch_when_opening_should_pass_it_through() {
 
 #[test]
 fn given_rotated_keyring_should_open_batches_of_either_key() {
-    let old = keyring(7).encrypt_record(&plain());
+    let old = keyring(7).encrypt_record(&plain()).unwrap();
     let both = Keyring::new(KeyId(2), &[(KeyId(1), key(7)), (KeyId(2), key(9))]);
-    let new = both.encrypt_record(&plain());
+    let new = both.encrypt_record(&plain()).unwrap();
     assert_eq!(BatchHeader::read(&new).unwrap().key_id, 2);
     for sealed in [old, new] {
         let (h, frames) = split(&sealed);

@@ -8,6 +8,9 @@
 //!  4. `--fresh` wipes the data directory (and nothing else ever does).
 //!  5. The data directory is initialised or its format marker checked;
 //!     an incompatible directory is refused before anything in it changes.
+//!     Then the encryption keys are checked against its key check file
+//!     (another key, or encryption off over encrypted data, is refused the
+//!     same way).
 //!  6. Logging starts (stdout and `<data>/logs/`).
 //!  7. The runtime directory is recreated.
 //!  8. Metadata is recovered from the journal; the root user is created
@@ -17,6 +20,7 @@
 //! 11. SIGINT/SIGTERM: stop accepting, drain, flush, exit 0.
 
 pub mod data_dir;
+pub mod encryption;
 pub mod log_file;
 pub mod logging;
 pub mod metadata;
@@ -59,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let data = cwd.join(&config.system.path);
     let wiped = args.fresh && data_dir::wipe(&data)?;
     let prepared = data_dir::prepare(&data)?;
+    let encryption = encryption::prepare(&data, &config.system.encryption)?;
     let log_file = start_logging(config, &data, &env)?;
     info!(version = env!("CARGO_PKG_VERSION"), data = %data.display(), ?prepared, log_file = ?log_file, "starting iggy-server");
     if wiped {
@@ -68,6 +73,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     notes.extend(loaded.warnings.iter().cloned());
+    if let Some(note) = &encryption.note {
+        info!("{note}");
+    }
     raise_open_files_limit(config.tcp.max_connections);
     notes.iter().for_each(|note| warn!("{note}"));
     loaded.applied_env.iter().for_each(|line| info!("{line}"));
@@ -83,7 +91,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let http_settings = HttpSettings::from_config(&config.http)?;
     let (listeners, bound) = transport::bind(config)?;
-    let options = shard_options(config, &data, recovered)?;
+    let mut options = shard_options(config, &data, recovered)?;
+    options.encryption = encryption.keyring;
     let mut shards = ShardSet::start(options, listeners, http_settings, &bound)?;
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
@@ -203,6 +212,7 @@ fn shard_options(
         drain_timeout: Duration::from(sharding.shutdown_drain_timeout),
         join_timeout: Duration::from(sharding.shutdown_join_timeout),
         idle_spin: Duration::from(sharding.idle_spin),
+        encryption: None,
     })
 }
 

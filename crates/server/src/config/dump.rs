@@ -1,5 +1,5 @@
 //! The runtime configuration dump (spec §6): the effective configuration
-//! as TOML without the five secret keys. Boot code first writes the bound
+//! as TOML without the secret keys. Boot code first writes the bound
 //! listener addresses into the config, then calls
 //! [`ServerConfig::to_runtime_toml`] and writes the result to
 //! `<system.path>/<system.runtime.path>/current_config.toml`.

@@ -11,7 +11,7 @@
 //! [`load_dotenv`] runs first, on the caller's copy of the environment.
 //!
 //! The runtime dump ([`ServerConfig::to_runtime_toml`]) writes the
-//! effective configuration without its five secrets.
+//! effective configuration without its secrets.
 
 mod dotenv;
 mod dump;

@@ -2,6 +2,7 @@
 //! handler resolves the target and checks permissions on this shard, then
 //! runs the partition operation on the partition's owner.
 
+use engine::encryption::is_plaintext;
 use engine::metadata::permissions::Action;
 use engine::metadata::topic::Topic;
 use engine::metadata::{ClientId, MetadataState, StreamId, UserId};
@@ -200,6 +201,7 @@ async fn append_numbered(
     buffer: Vec<u8>,
     range: std::ops::Range<usize>,
 ) -> Result<(SendConfirmation, Committed), ErrorCode> {
+    let (buffer, range) = seal(node, buffer, range)?;
     match node
         .partition(addr.ns(), PartitionOp::Append { buffer, range })
         .await
@@ -218,6 +220,55 @@ async fn append_numbered(
         }
         other => Err(failure(other)),
     }
+}
+
+/// Encryption at rest (storage spec §14): a produced batch is sealed here,
+/// on the shard that received it (so the cipher work spreads over the
+/// shards), before it travels to the partition's owner; the owner stamps
+/// and stores the sealed record like any other. Without encryption the
+/// record goes on untouched.
+fn seal(
+    node: &Node,
+    buffer: Vec<u8>,
+    range: std::ops::Range<usize>,
+) -> Result<(Vec<u8>, std::ops::Range<usize>), ErrorCode> {
+    let Some(keyring) = &node.ctx.encryption else {
+        return Ok((buffer, range));
+    };
+    let record = buffer.get(range).ok_or(ErrorCode::InvalidCommand)?;
+    let sealed = keyring.encrypt_record(record).map_err(|e| {
+        tracing::debug!("refused a batch to encrypt: {e}");
+        batch_error_code(&e)
+    })?;
+    let whole = 0..sealed.len();
+    Ok((sealed, whole))
+}
+
+/// Opens the sealed records of a poll reply (storage spec §14), just
+/// before the reply leaves: every transport renders plaintext. Plaintext
+/// batches (written before encryption was enabled) pass through; a batch
+/// that does not open fails the poll rather than serve ciphertext.
+fn open_polled(node: &Node, mut body: PolledBody) -> Result<PolledBody, ErrorCode> {
+    for (header, frames) in &mut body.records {
+        let opened = match &node.ctx.encryption {
+            Some(keyring) => keyring.decrypt_record(header, frames).map_err(|e| {
+                tracing::error!("cannot decrypt a stored batch: {e}");
+                ErrorCode::CannotDecryptData
+            })?,
+            None if is_plaintext(header) => None,
+            None => {
+                tracing::error!(
+                    "a stored batch is encrypted but system.encryption.enabled = false"
+                );
+                return Err(ErrorCode::CannotDecryptData);
+            }
+        };
+        if let Some((plain_header, plain_frames)) = opened {
+            *header = plain_header;
+            *frames = bytes::Bytes::from(plain_frames);
+        }
+    }
+    Ok(body)
 }
 
 /// The error of a partition reply that is not the expected success.
@@ -371,7 +422,7 @@ pub async fn poll_partition(
         max_bytes: POLL_MAX_BYTES,
     };
     match node.partition(addr.ns(), op).await {
-        PartitionReply::Polled(body) => Ok(body),
+        PartitionReply::Polled(body) => open_polled(node, body),
         other => Err(failure(other)),
     }
 }

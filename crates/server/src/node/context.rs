@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crossfire::MAsyncTx;
 use crossfire::mpsc::Array;
+use engine::encryption::Keyring;
 use tracing::warn;
 
 use super::clients::ClientRegistry;
@@ -67,6 +68,7 @@ pub struct ContextOptions {
     pub data_path: PathBuf,
     pub limits: Limits,
     pub advertised: Advertised,
+    pub encryption: Option<Arc<Keyring>>,
 }
 
 pub struct ServerContext {
@@ -79,6 +81,9 @@ pub struct ServerContext {
     pub limits: Limits,
     pub started_at_us: u64,
     pub advertised: Advertised,
+    /// Encryption at rest: seals produced batches and opens polled ones;
+    /// `None` when it is disabled.
+    pub encryption: Option<Arc<Keyring>>,
     pub clients: ClientRegistry,
     pub partition_stats: PartitionStatsRegistry,
     /// Counters of every shard and transport (`/metrics`).
@@ -102,6 +107,7 @@ impl ServerContext {
             limits: options.limits,
             started_at_us: process_stats::now_us(),
             advertised: options.advertised,
+            encryption: options.encryption,
             clients: ClientRegistry::default(),
             partition_stats: PartitionStatsRegistry::default(),
             metrics: Metrics::with_shards(command_labels(), options.shard_count),

@@ -20,6 +20,7 @@ pub(super) fn server_context(
         data_path: options.data_path.clone(),
         limits: options.limits.clone(),
         advertised: advertised(bound),
+        encryption: options.encryption.clone(),
     };
     ServerContext::new(context, inboxes)
 }

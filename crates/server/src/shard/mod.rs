@@ -52,6 +52,8 @@ pub struct ShardOptions {
     pub join_timeout: Duration,
     /// `system.sharding.idle_spin` (see `event_loop`).
     pub idle_spin: Duration,
+    /// Encryption at rest: the keys, when it is enabled.
+    pub encryption: Option<Arc<engine::encryption::Keyring>>,
 }
 
 enum Ready {

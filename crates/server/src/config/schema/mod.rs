@@ -38,12 +38,13 @@ use crate::config::values::ByteSize;
 /// The embedded default file, always the base layer of loading.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../default_config.toml");
 
-/// The five secret keys: masked when applied from the environment and
-/// never written to the runtime dump.
-pub const SECRET_KEYS: [&str; 5] = [
+/// The secret keys: masked when applied from the environment and never
+/// written to the runtime dump.
+pub const SECRET_KEYS: [&str; 6] = [
     "http.jwt.encoding_secret",
     "http.jwt.decoding_secret",
     "system.encryption.key",
+    "system.encryption.previous_keys",
     "cluster.auth.shared_secret",
     "cluster.auth.previous_shared_secret",
 ];

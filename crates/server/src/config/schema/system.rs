@@ -49,6 +49,19 @@ pub struct EncryptionConfig {
     pub enabled: bool,
     /// Secret: base64 of a 32-byte AES-256-GCM key. Never dumped.
     pub key: String,
+    /// Secret: keys older data was encrypted with, comma-separated base64
+    /// (key rotation). Never dumped.
+    pub previous_keys: String,
+}
+
+impl EncryptionConfig {
+    /// The previous keys as written, trimmed, empty entries skipped.
+    pub fn previous_key_texts(&self) -> impl Iterator<Item = &str> {
+        self.previous_keys
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+    }
 }
 
 /// A section holding only a directory name (`system.stream`, `system.topic`).

@@ -36,6 +36,14 @@ pub(super) fn validate(system: &SystemConfig) -> Result<(), ConfigError> {
             secret_shown(key),
             "standard base64 of exactly 32 bytes when system.encryption.enabled = true",
         )?;
+        for (index, previous) in system.encryption.previous_key_texts().enumerate() {
+            require(
+                base64_decoded_len(previous) == Some(ENCRYPTION_KEY_LEN),
+                "system.encryption.previous_keys",
+                format!("entry {index} {}", secret_shown(previous)),
+                "comma-separated standard base64 keys of exactly 32 bytes each",
+            )?;
+        }
     }
     let unsupported = "false (the feature is not supported)";
     require(
