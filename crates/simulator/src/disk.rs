@@ -145,6 +145,9 @@ impl Disk {
         let extra = self.volatile.len() - synced;
         let kept = usize::try_from(keep % (extra as u64 + 1)).expect("fits");
         self.durable = self.volatile[..synced + kept].to_vec();
+        if kept > 0 {
+            self.blank = false; // a journal file exists now
+        }
         kept
     }
 

@@ -285,6 +285,12 @@ impl VsrReplica {
         log.append(&mut durable.entries);
         let sound = sound_prefix(log_start, &log);
         let damaged = sound < log.len() && !planted(PlantedBug::NackCorruptEntry);
+        let single = n == 1;
+        // A lone replica booting blank is a new group of one (genesis,
+        // replication spec §6.2): nobody else could hold its history.
+        if single && durable.blank {
+            durable.blank = false;
+        }
         let uncertain = damaged || durable.uncertain || durable.blank;
         let uncertain_persisted = durable.uncertain;
         log.truncate(sound);
@@ -302,7 +308,6 @@ impl VsrReplica {
                     .collect()
             })
             .unwrap_or_default();
-        let single = n == 1;
         let replica = VsrReplica {
             id,
             n,
