@@ -20,7 +20,7 @@ use std::fmt;
 
 use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 
-pub use record::{DecryptError, NONCE_LEN, SEALED_OVERHEAD, TAG_LEN, is_plaintext};
+pub use record::{DecryptError, NONCE_LEN, OpenedRecord, SEALED_OVERHEAD, TAG_LEN, is_plaintext};
 
 /// Bytes of an AES-256 key.
 pub const KEY_LEN: usize = 32;

@@ -41,6 +41,9 @@ pub const SEALED_OVERHEAD: usize = NONCE_LEN + TAG_LEN;
 const FIELD_PAYLOAD: u8 = 0;
 const FIELD_USER_HEADERS: u8 = 1;
 
+/// An opened record: its rewritten batch header and its plaintext frames.
+pub type OpenedRecord = ([u8; BATCH_HEADER_SIZE], Vec<u8>);
+
 /// Why a stored batch could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecryptError {
@@ -95,7 +98,7 @@ impl Keyring {
         &self,
         header: &[u8; BATCH_HEADER_SIZE],
         frames: &[u8],
-    ) -> Result<Option<([u8; BATCH_HEADER_SIZE], Vec<u8>)>, DecryptError> {
+    ) -> Result<Option<OpenedRecord>, DecryptError> {
         let parsed = BatchHeader::read(header)?;
         let key_id = KeyId(parsed.key_id);
         if key_id == KeyId::PLAINTEXT {

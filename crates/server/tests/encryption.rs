@@ -1,0 +1,313 @@
+//! Encryption at rest (storage spec §14, issue 21) against the real binary
+//! and the official SDK: no plaintext reaches the data files, every message
+//! comes back after a restart (TCP and HTTP), another key or encryption
+//! turned off over encrypted data is refused with the directory unchanged,
+//! keys rotate across restarts, plaintext data from before encryption stays
+//! readable, and the SDK's own client-side encryption still round-trips.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harness::sdk::{id, name, root_client};
+use harness::{ServerOptions, TestServer, Workdir, run_to_exit};
+use iggy::prelude::*;
+
+/// Base64 of bytes 0..32 and of bytes 31..=0.
+const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const KEY_B: &str = "Hx4dHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
+const PAYLOAD_MARKER: &str = "PLAINTEXT-PAYLOAD-MARKER";
+const HEADER_MARKER: &str = "PLAINTEXT-HEADER-MARKER";
+
+fn options(key: Option<&str>, previous: Option<&str>) -> ServerOptions {
+    let mut options = ServerOptions::default();
+    if let Some(key) = key {
+        options = options
+            .env("IGGY_SYSTEM_ENCRYPTION_ENABLED", "true")
+            .env("IGGY_SYSTEM_ENCRYPTION_KEY", key);
+    }
+    if let Some(previous) = previous {
+        options = options.env("IGGY_SYSTEM_ENCRYPTION_PREVIOUS_KEYS", previous);
+    }
+    options
+}
+
+fn message(i: u32) -> IggyMessage {
+    let key = HeaderKey::try_from("tag").unwrap();
+    let value = HeaderValue::try_from(format!("{HEADER_MARKER}-{i}").as_str()).unwrap();
+    IggyMessage::builder()
+        .payload(format!("{PAYLOAD_MARKER}-{i}").into_bytes().into())
+        .user_headers(BTreeMap::from([(key, value)]))
+        .build()
+        .unwrap()
+}
+
+async fn create_topic(client: &IggyClient) {
+    client.create_stream("s").await.unwrap();
+    client
+        .create_topic(&name("s"), "t", &TopicCreateOptions::default())
+        .await
+        .unwrap();
+}
+
+async fn send(client: &IggyClient, range: std::ops::Range<u32>) {
+    let mut batch: Vec<IggyMessage> = range.map(message).collect();
+    client
+        .send_messages(
+            &name("s"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut batch,
+        )
+        .await
+        .unwrap();
+}
+
+async fn poll_all(client: &IggyClient) -> Vec<IggyMessage> {
+    client
+        .poll_messages(
+            &name("s"),
+            &name("t"),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::offset(0),
+            1_000,
+            false,
+        )
+        .await
+        .unwrap()
+        .messages
+}
+
+/// Checks that the messages are numbers `0..count` with their payload and
+/// header, in order.
+fn assert_messages(messages: &[IggyMessage], count: u32) {
+    assert_eq!(messages.len(), count as usize);
+    for (i, m) in (0..count).zip(messages) {
+        assert_eq!(m.header.offset, u64::from(i));
+        assert_eq!(m.payload, format!("{PAYLOAD_MARKER}-{i}").as_bytes());
+        let headers = m.user_headers_map().unwrap().unwrap();
+        let tag = &headers[&HeaderKey::try_from("tag").unwrap()];
+        assert_eq!(tag.as_str().unwrap(), format!("{HEADER_MARKER}-{i}"));
+    }
+}
+
+/// Every file below `dir`, path to bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path.clone());
+            }
+            out.insert(
+                path.clone(),
+                if path.is_dir() {
+                    Vec::new()
+                } else {
+                    std::fs::read(&path).unwrap()
+                },
+            );
+        }
+    }
+    out
+}
+
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(_, bytes)| bytes.windows(needle.len()).any(|w| w == needle))
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// Runs one server life: start, `body`, graceful stop.
+async fn life<F, Fut>(workdir: &Workdir, options: &ServerOptions, body: F)
+where
+    F: FnOnce(IggyClient, std::net::SocketAddr) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let server = TestServer::start(workdir, options);
+    let client = root_client(server.tcp()).await;
+    let http = server.address("http").expect("HTTP is served");
+    body(client, http).await;
+    let (status, _) = server.stop();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn given_encryption_when_producing_should_store_no_plaintext_and_return_all_after_restart() {
+    let workdir = Workdir::new();
+    let encrypted = options(Some(KEY_A), None);
+    life(&workdir, &encrypted, |client, _| async move {
+        create_topic(&client).await;
+        send(&client, 0..5).await;
+        send(&client, 5..8).await;
+        assert_messages(&poll_all(&client).await, 8);
+    })
+    .await;
+    let data = workdir.data();
+    assert!(data.join("encryption.check").exists());
+    for marker in [PAYLOAD_MARKER, HEADER_MARKER, KEY_A] {
+        let found = files_containing(&data, marker.as_bytes());
+        assert!(found.is_empty(), "{marker} found in {found:?}");
+    }
+    assert!(
+        !harness::output(workdir.path()).contains(KEY_A),
+        "key logged"
+    );
+
+    life(&workdir, &encrypted, |client, http| async move {
+        assert_messages(&poll_all(&client).await, 8);
+        let over_http = HttpClient::new(&format!("http://{http}")).unwrap();
+        over_http
+            .login_user(harness::ROOT_USERNAME, harness::ROOT_PASSWORD)
+            .await
+            .unwrap();
+        let polled = over_http
+            .poll_messages(
+                &name("s"),
+                &name("t"),
+                Some(0),
+                &Consumer::new(id(2)),
+                &PollingStrategy::offset(0),
+                100,
+                false,
+            )
+            .await
+            .unwrap();
+        assert_messages(&polled.messages, 8);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn given_encrypted_data_when_booting_with_another_key_or_disabled_should_refuse_unchanged() {
+    let workdir = Workdir::new();
+    life(
+        &workdir,
+        &options(Some(KEY_A), None),
+        |client, _| async move {
+            create_topic(&client).await;
+            send(&client, 0..3).await;
+        },
+    )
+    .await;
+    let before = snapshot(&workdir.data());
+    let refusals = [
+        (
+            options(Some(KEY_B), None),
+            "does not match the key recorded",
+        ),
+        (options(None, None), "system.encryption.enabled = false"),
+        (options(Some("c2VjcmV0"), None), "system.encryption.key"),
+        (options(Some(KEY_A), Some(KEY_B)), "matches no key recorded"),
+        (options(Some(KEY_B), Some(KEY_B)), "configured twice"),
+    ];
+    for (refused, expected) in refusals {
+        let (status, output) = run_to_exit(&workdir, &refused);
+        assert!(!status.success(), "{output}");
+        assert!(output.contains(expected), "{expected}: {output}");
+        assert!(
+            !output.contains(KEY_B) && !output.contains("c2VjcmV0"),
+            "{output}"
+        );
+        assert_eq!(snapshot(&workdir.data()), before, "changed by {expected}");
+    }
+    life(
+        &workdir,
+        &options(Some(KEY_A), None),
+        |client, _| async move {
+            assert_messages(&poll_all(&client).await, 3);
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn given_rotated_key_across_restarts_should_read_messages_of_both_keys() {
+    let workdir = Workdir::new();
+    life(
+        &workdir,
+        &options(Some(KEY_A), None),
+        |client, _| async move {
+            create_topic(&client).await;
+            send(&client, 0..4).await;
+        },
+    )
+    .await;
+    let rotated = options(Some(KEY_B), Some(KEY_A));
+    life(&workdir, &rotated, |client, _| async move {
+        send(&client, 4..9).await;
+        assert_messages(&poll_all(&client).await, 9);
+    })
+    .await;
+    let check = std::fs::read(workdir.data().join("encryption.check")).unwrap();
+    assert_eq!(check.len(), 16 + 2 * 40 + 8, "two keys recorded");
+    let (status, output) = run_to_exit(&workdir, &options(Some(KEY_B), None));
+    assert!(!status.success(), "the old key is still needed: {output}");
+    life(&workdir, &rotated, |client, _| async move {
+        assert_messages(&poll_all(&client).await, 9);
+    })
+    .await;
+    assert!(files_containing(&workdir.data(), PAYLOAD_MARKER.as_bytes()).is_empty());
+}
+
+#[tokio::test]
+async fn given_plaintext_data_when_enabling_encryption_should_serve_old_and_new() {
+    let workdir = Workdir::new();
+    life(&workdir, &options(None, None), |client, _| async move {
+        create_topic(&client).await;
+        send(&client, 0..3).await;
+    })
+    .await;
+    life(
+        &workdir,
+        &options(Some(KEY_A), None),
+        |client, _| async move {
+            send(&client, 3..6).await;
+            assert_messages(&poll_all(&client).await, 6);
+        },
+    )
+    .await;
+    let still_plain = files_containing(&workdir.data(), format!("{PAYLOAD_MARKER}-2").as_bytes());
+    assert_eq!(still_plain.len(), 1, "the old batch stays as it was");
+    let sealed = files_containing(&workdir.data(), format!("{PAYLOAD_MARKER}-4").as_bytes());
+    assert!(sealed.is_empty(), "{sealed:?}");
+}
+
+#[tokio::test]
+async fn given_sdk_client_side_encryption_should_round_trip_through_an_encrypting_server() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &options(Some(KEY_A), None));
+    let encryptor = Aes256GcmEncryptor::from_base64_key(KEY_B).unwrap();
+    let client = IggyClient::builder()
+        .with_encryptor(Arc::new(EncryptorKind::Aes256Gcm(encryptor)))
+        .with_tcp()
+        .with_server_address(server.tcp().to_string())
+        .build()
+        .unwrap();
+    client.connect().await.unwrap();
+    client
+        .login_user(harness::ROOT_USERNAME, harness::ROOT_PASSWORD)
+        .await
+        .unwrap();
+    create_topic(&client).await;
+    send(&client, 0..4).await;
+    assert_messages(&poll_all(&client).await, 4);
+    let plain_reader = root_client(server.tcp()).await;
+    let opaque = poll_all(&plain_reader).await;
+    assert_eq!(opaque.len(), 4);
+    assert!(
+        !opaque[0]
+            .payload
+            .windows(PAYLOAD_MARKER.len())
+            .any(|w| w == PAYLOAD_MARKER.as_bytes()),
+        "the server returns the client's ciphertext, not plaintext"
+    );
+}
