@@ -15,6 +15,7 @@ pub mod offsets;
 pub mod partition;
 pub mod purge_gen;
 pub mod seam;
+pub mod superblock;
 
 pub use error::{Result, StorageError};
 pub use offset::Offset;

@@ -319,6 +319,89 @@ impl<S: Storage> Journal<S> {
         self.compact_locked(sequence).await
     }
 
+    /// Cuts every record after `sequence`, durably (replicated groups: a
+    /// view's log replaces an unapplied tail, replication spec §5.3).
+    /// Pending records are written first, so the cut is one `set_len` and
+    /// one fsync; the next `append` continues at `sequence + 1`.
+    pub async fn truncate_after(&self, sequence: u64) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.write_pending_locked().await?;
+        self.check_writable()?;
+        let path = self.path();
+        let (file, end, last) = {
+            let state = self.inner.state.borrow();
+            (Rc::clone(&state.file), state.end, state.last_sequence)
+        };
+        if sequence >= last {
+            return Ok(());
+        }
+        let len = usize::try_from(end)
+            .map_err(|error| self.poison("truncation", io::Error::other(error)))?;
+        let bytes = file
+            .read_exact_at(len, 0)
+            .await
+            .map_err(|error| self.poison("truncation read", error))?;
+        let replayed = replay::replay(&bytes, &path)?;
+        let first = replayed.records.first().map_or(last, |r| r.sequence);
+        assert!(
+            sequence + 1 >= first,
+            "a cut never reaches into the snapshot ({sequence} below record {first})"
+        );
+        let keep = replayed
+            .records
+            .iter()
+            .take_while(|r| r.sequence <= sequence)
+            .map(|r| (ENTRY_HEADER_SIZE + r.payload.len()) as u64)
+            .sum::<u64>();
+        file.set_len(keep)
+            .await
+            .map_err(|error| self.poison("truncate", error))?;
+        file.sync_data()
+            .await
+            .map_err(|error| self.poison("fsync", error))?;
+        let mut state = self.inner.state.borrow_mut();
+        state.end = keep;
+        state.last_sequence = sequence;
+        state.written_sequence = sequence;
+        state.durable_sequence = state.durable_sequence.min(sequence);
+        assert_eq!(state.end, keep, "the file ends at the cut");
+        Ok(())
+    }
+
+    /// Installs a snapshot received by state transfer, as of `sequence`
+    /// (above everything journaled here): the snapshot is written, then the
+    /// WAL is emptied, each atomically; the next `append` is `sequence + 1`.
+    pub async fn install_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.write_pending_locked().await?;
+        self.check_writable()?;
+        assert!(
+            sequence > self.last_sequence(),
+            "an installed snapshot is above the journal"
+        );
+        let storage = &self.inner.storage;
+        let snapshot_path = self.inner.dir.join(SNAPSHOT_FILE_NAME);
+        let bytes = format::encode_snapshot(sequence, &payload);
+        write_atomically(storage, &snapshot_path, bytes)
+            .await
+            .map_err(|error| self.failed_write("snapshot write", error))?;
+        let path = self.path();
+        write_atomically(storage, &path, Vec::new())
+            .await
+            .map_err(|error| self.failed_write("journal reset", error))?;
+        let new_file = storage
+            .open(&path)
+            .await
+            .map_err(|error| self.poison("journal reopen", error))?;
+        let mut state = self.inner.state.borrow_mut();
+        state.file = Rc::new(new_file);
+        state.end = 0;
+        state.last_sequence = sequence;
+        state.written_sequence = sequence;
+        state.durable_sequence = sequence;
+        Ok(())
+    }
+
     /// Rewrites the WAL without the entries up to `sequence`.
     async fn compact_locked(&self, sequence: u64) -> Result<()> {
         let path = self.path();

@@ -238,3 +238,63 @@ async fn given_full_disk_when_syncing_should_keep_the_records_and_succeed_once_f
     assert_eq!(sequences, [1, 2, 3], "nothing lost, nothing doubled");
     assert_eq!(recovery.records[1].payload, payload(2));
 }
+
+#[compio::test]
+async fn given_a_cut_after_a_record_when_crashing_should_keep_only_the_prefix_and_continue_it() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for expected in 1..=5 {
+        journal.append(&payload(expected)).unwrap();
+    }
+    journal.sync().await.unwrap();
+    journal.append(&payload(6)).unwrap(); // pending, then cut too
+    journal.truncate_after(3).await.unwrap();
+    assert_eq!(journal.last_sequence(), 3);
+    assert_eq!(journal.durable_sequence(), 3);
+    assert_eq!(journal.append(b"four again").unwrap(), 4);
+    journal.sync().await.unwrap();
+    let (journal, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3, 4]);
+    assert_eq!(recovery.records[3].payload, b"four again");
+    assert_eq!(journal.append(b"five").unwrap(), 5);
+}
+
+#[compio::test]
+async fn given_a_cut_not_synced_again_when_crashing_should_still_be_cut() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for expected in 1..=4 {
+        journal.append(&payload(expected)).unwrap();
+    }
+    journal.sync().await.unwrap();
+    journal.truncate_after(1).await.unwrap();
+    let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1], "the cut is durable when it returns");
+}
+
+#[compio::test]
+async fn given_an_installed_snapshot_when_reopening_should_resume_after_it_with_no_records() {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for expected in 1..=3 {
+        journal.append(&payload(expected)).unwrap();
+    }
+    journal.sync().await.unwrap();
+    journal
+        .install_snapshot(40, b"state at 40".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(journal.append(b"41").unwrap(), 41);
+    journal.sync().await.unwrap();
+    let (journal, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let snapshot = recovery.snapshot.expect("the installed snapshot");
+    assert_eq!(
+        (snapshot.sequence, snapshot.payload),
+        (40, b"state at 40".to_vec())
+    );
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [41]);
+    assert_eq!(journal.append(b"42").unwrap(), 42);
+}
