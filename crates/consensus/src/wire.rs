@@ -525,6 +525,27 @@ fn put_body(message: &Message, out: &mut Vec<u8>) {
     }
 }
 
+/// Appends one entry record (the fixed part, then the body) to `out`: the
+/// layout DoViewChange and StartView bodies use, and what a replicated
+/// group's journal stores per op ("WALs hold prepares as replicated").
+pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
+    put_record(out, entry);
+}
+
+/// Decodes `bytes` as exactly one entry record (no bytes before or after).
+/// The entry's soundness (identity over its content) is the caller's to
+/// check.
+pub fn decode_entry(bytes: &[u8]) -> Result<Entry, WireError> {
+    let (entry, rest) = take_entry(Command::RepairPrepare, bytes)?;
+    if !rest.is_empty() {
+        return Err(malformed(
+            Command::RepairPrepare,
+            "bytes after the entry record",
+        ));
+    }
+    Ok(entry)
+}
+
 fn put_record(out: &mut Vec<u8>, entry: &Entry) {
     assert!(entry.op > Op::ZERO, "ops start at 1");
     let body_len = u32::try_from(entry.body.len()).expect("an entry body fits a frame");
@@ -868,6 +889,21 @@ mod tests {
             entries: vec![second, first],
             uncertain: false,
         })
+    }
+
+    #[test]
+    fn given_an_entry_when_encoded_alone_should_decode_to_it_and_refuse_extra_bytes() {
+        let one = entry(9, 0x99, b"nine");
+        let mut bytes = Vec::new();
+        encode_entry(&one, &mut bytes);
+        assert_eq!(bytes.len(), ENTRY_RECORD_SIZE + 4);
+        assert_eq!(decode_entry(&bytes), Ok(one));
+        bytes.push(0);
+        assert!(decode_entry(&bytes).is_err(), "a trailing byte");
+        assert!(
+            decode_entry(&bytes[..ENTRY_RECORD_SIZE]).is_err(),
+            "a body cut short"
+        );
     }
 
     /// One frame of every `Message` variant.

@@ -5,3 +5,4 @@ pub mod encryption;
 pub mod metadata;
 pub mod metadata_group;
 pub mod partition;
+pub mod replicated;

@@ -1,0 +1,395 @@
+//! One replicated group on one replica: the sans-IO `VsrReplica` driven
+//! over the storage seam. Every `Action` the replica asks for is performed
+//! here, in order, against the group's journal (one record per op, op =
+//! journal sequence), its superblock and its state machine; what must
+//! leave the process (frames to peers, replies to clients) comes back as
+//! `Effect`s for the caller (the server's replica links and sessions).
+//!
+//! Durability follows the replica's order exactly: a Journal action only
+//! buffers, Sync makes every buffered record durable, Superblock and
+//! Uncertain are atomic and durable when they return, a cut
+//! (TruncateAfter) is durable when it returns, and a checkpoint or an
+//! installed transfer replaces the journal prefix atomically. A storage
+//! error leaves the group poisoned: the caller must stop the replica
+//! (fail-stop, replication spec §6.7), never limp on.
+//!
+//! ```text
+//! journal record payload   one entry record (consensus::wire::encode_entry)
+//! snapshot payload (little-endian)
+//!   0  u32 entry_len, then the checkpoint op's entry record
+//!      u32 clients, then per client: u128 id, u64 request, u64 op
+//!      u64 state_len, then the state (below)
+//! state
+//!   0  u32 replies, then per client: u128 id, u64 op, u32 len, result bytes
+//!      then the state machine's own snapshot bytes, to the end
+//! ```
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use consensus::vsr::message::{Entry, Envelope, Message, ReplicaId, Request, Snapshot};
+use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
+use consensus::wire::{decode_entry, encode_entry};
+use consensus::{ClientId, Op, RequestNumber, View};
+use storage::journal::Journal;
+use storage::superblock::{self, Identity, Superblock};
+use storage::{Storage, StorageError};
+
+/// What a group's state machine is to its driver.
+pub trait StateMachine: Sized {
+    /// Applies one committed body (deterministically: equal states and
+    /// equal entries give equal states and results everywhere).
+    fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8>;
+    /// The state as bytes (equal states give equal bytes).
+    fn snapshot(&self) -> Vec<u8>;
+    /// The state `snapshot` wrote.
+    fn restore(bytes: &[u8]) -> Result<Self, String>;
+    /// The state before any op.
+    fn empty() -> Self;
+}
+
+/// What the caller must do on the group's behalf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Send(Envelope),
+    /// Answer `client`: its request committed at `op` with `result`.
+    Reply {
+        client: ClientId,
+        request: RequestNumber,
+        op: Op,
+        result: Vec<u8>,
+    },
+}
+
+/// How a group is placed and timed.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    pub identity: Identity,
+    pub replicas: u8,
+    /// The view the group started in (0 for metadata; a partition
+    /// incarnation's `created_view`).
+    pub created_view: View,
+    pub timing: Timing,
+    pub limits: Limits,
+}
+
+/// Why a group could not open or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("{what} in {dir} is unreadable: {reason}")]
+    Format {
+        what: &'static str,
+        dir: PathBuf,
+        reason: String,
+    },
+}
+
+pub struct Group<S: Storage, M: StateMachine> {
+    replica: VsrReplica,
+    journal: Journal<S>,
+    storage: S,
+    dir: PathBuf,
+    identity: Identity,
+    /// What the superblock durably says (`None`: never written).
+    persisted: Option<Superblock>,
+    machine: M,
+    /// Each client's latest result (kept by checkpoints).
+    replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
+}
+
+impl<S: Storage, M: StateMachine> Group<S, M> {
+    /// Opens the group in `dir` (creating it if needed) and boots its
+    /// replica with this boot's `nonce` (non-zero, fresh per boot).
+    pub async fn open(
+        storage: S,
+        dir: &Path,
+        placement: Placement,
+        nonce: u64,
+    ) -> Result<Self, GroupError> {
+        let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
+        let persisted = superblock::load(&storage, dir, placement.identity).await?;
+        let format = |what: &'static str| {
+            let dir = dir.to_path_buf();
+            move |reason: String| GroupError::Format { what, dir, reason }
+        };
+        let snapshot = match &recovery.snapshot {
+            Some(s) => Some(decode_snapshot(&s.payload).map_err(format("the checkpoint"))?),
+            None => None,
+        };
+        let entries = recovery
+            .records
+            .iter()
+            .map(|r| decode_entry(&r.payload).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<Entry>, String>>()
+            .map_err(format("a journal record"))?;
+        let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
+        let (machine, replies) = match &snapshot {
+            Some(s) => decode_state::<M>(&s.state).map_err(format("the checkpoint's state"))?,
+            None => (M::empty(), BTreeMap::new()),
+        };
+        let durable = Durable {
+            view: View(persisted.map_or(0, |s| s.view)),
+            log_view: View(persisted.map_or(0, |s| s.log_view)),
+            snapshot,
+            entries,
+            uncertain: persisted.is_some_and(|s| s.uncertain),
+            blank,
+        };
+        let replica = VsrReplica::boot_group(
+            placement.identity.replica,
+            placement.replicas,
+            placement.timing,
+            durable,
+            nonce,
+            placement.created_view,
+        )
+        .with_limits(placement.limits);
+        Ok(Group {
+            replica,
+            journal,
+            storage,
+            dir: dir.to_path_buf(),
+            identity: placement.identity,
+            persisted,
+            machine,
+            replies,
+        })
+    }
+
+    pub fn replica(&self) -> &VsrReplica {
+        &self.replica
+    }
+
+    pub fn machine(&self) -> &M {
+        &self.machine
+    }
+
+    /// A client request (the primary prepares it; see `VsrReplica`).
+    pub async fn on_request(
+        &mut self,
+        request: Request,
+        now_us: u64,
+    ) -> Result<Result<Vec<Effect>, NotAdmitted>, GroupError> {
+        match self.replica.on_request(request, now_us) {
+            Ok(actions) => Ok(Ok(self.perform(actions).await?)),
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    /// A frame from a peer of this group.
+    pub async fn on_message(
+        &mut self,
+        from: ReplicaId,
+        message: Message,
+    ) -> Result<Vec<Effect>, GroupError> {
+        let actions = self.replica.on_message(from, message);
+        self.perform(actions).await
+    }
+
+    /// One tick of the group's timers.
+    pub async fn on_tick(&mut self) -> Result<Vec<Effect>, GroupError> {
+        let actions = self.replica.on_tick();
+        self.perform(actions).await
+    }
+
+    /// Performs the replica's actions in order.
+    async fn perform(&mut self, actions: Vec<Action>) -> Result<Vec<Effect>, GroupError> {
+        let mut effects = Vec::new();
+        for action in actions {
+            match action {
+                Action::Send(envelope) => effects.push(Effect::Send(envelope)),
+                Action::Journal(entry) => {
+                    let mut payload = Vec::new();
+                    encode_entry(&entry, &mut payload);
+                    let sequence = self.journal.append(&payload)?;
+                    assert_eq!(sequence, entry.op.0, "journal sequence = op");
+                }
+                Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,
+                Action::Sync => self.journal.sync().await?,
+                Action::Superblock { view, log_view } => {
+                    let uncertain = self.persisted.is_some_and(|s| s.uncertain);
+                    self.store_superblock(view, log_view, uncertain).await?;
+                }
+                Action::Uncertain(uncertain) => {
+                    let (view, log_view) = self.persisted.map_or((0, 0), |s| (s.view, s.log_view));
+                    self.store_superblock(View(view), View(log_view), uncertain)
+                        .await?;
+                }
+                Action::Apply(entry) => {
+                    let result = self
+                        .machine
+                        .apply(entry.op, entry.timestamp_us, &entry.body);
+                    if entry.client.0 != 0 {
+                        self.replies.insert(entry.client, (entry.op, result));
+                    }
+                }
+                Action::Reply {
+                    client,
+                    request,
+                    op,
+                } => {
+                    let result = match self.replies.get(&client) {
+                        Some((at, result)) if *at == op => result.clone(),
+                        _ => Vec::new(),
+                    };
+                    effects.push(Effect::Reply {
+                        client,
+                        request,
+                        op,
+                        result,
+                    });
+                }
+                Action::Checkpoint(mut snapshot) => {
+                    snapshot.state = encode_state(&self.machine, &self.replies);
+                    let payload = encode_snapshot(&snapshot);
+                    self.journal
+                        .write_snapshot(snapshot.op().0, payload)
+                        .await?;
+                    self.replica.checkpointed(snapshot);
+                }
+                Action::InstallSnapshot(snapshot) => {
+                    let (machine, replies) =
+                        decode_state::<M>(&snapshot.state).map_err(|reason| {
+                            GroupError::Format {
+                                what: "a transferred checkpoint's state",
+                                dir: self.dir.clone(),
+                                reason,
+                            }
+                        })?;
+                    let payload = encode_snapshot(&snapshot);
+                    self.journal
+                        .install_snapshot(snapshot.op().0, payload)
+                        .await?;
+                    self.machine = machine;
+                    self.replies = replies;
+                }
+            }
+        }
+        Ok(effects)
+    }
+
+    async fn store_superblock(
+        &mut self,
+        view: View,
+        log_view: View,
+        uncertain: bool,
+    ) -> Result<(), GroupError> {
+        let next = Superblock {
+            identity: self.identity,
+            view: view.0,
+            log_view: log_view.0,
+            uncertain,
+        };
+        superblock::store(&self.storage, &self.dir, self.persisted.as_ref(), &next).await?;
+        self.persisted = Some(next);
+        Ok(())
+    }
+}
+
+fn put_u32(out: &mut Vec<u8>, value: usize) {
+    out.extend_from_slice(&u32::try_from(value).expect("fits u32").to_le_bytes());
+}
+
+/// The snapshot payload (layout in the module documentation).
+pub fn encode_snapshot(snapshot: &Snapshot) -> Vec<u8> {
+    let mut entry = Vec::new();
+    encode_entry(&snapshot.entry, &mut entry);
+    let mut out = Vec::with_capacity(entry.len() + snapshot.state.len() + 64);
+    put_u32(&mut out, entry.len());
+    out.extend_from_slice(&entry);
+    put_u32(&mut out, snapshot.clients.len());
+    for (client, request, op) in &snapshot.clients {
+        out.extend_from_slice(&client.0.to_le_bytes());
+        out.extend_from_slice(&request.0.to_le_bytes());
+        out.extend_from_slice(&op.0.to_le_bytes());
+    }
+    out.extend_from_slice(&(snapshot.state.len() as u64).to_le_bytes());
+    out.extend_from_slice(&snapshot.state);
+    out
+}
+
+/// Reads a little-endian byte string front to back.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let (head, rest) = self
+            .0
+            .split_at_checked(n)
+            .ok_or_else(|| format!("cut short ({n} bytes wanted, {} left)", self.0.len()))?;
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u32(&mut self) -> Result<usize, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")) as usize)
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+    fn u128(&mut self) -> Result<u128, String> {
+        Ok(u128::from_le_bytes(self.take(16)?.try_into().expect("16")))
+    }
+}
+
+pub fn decode_snapshot(bytes: &[u8]) -> Result<Snapshot, String> {
+    let mut reader = Reader(bytes);
+    let entry_len = reader.u32()?;
+    let entry = decode_entry(reader.take(entry_len)?).map_err(|e| e.to_string())?;
+    if !entry.is_sound() {
+        return Err(format!("the checkpoint's entry at {} is damaged", entry.op));
+    }
+    let count = reader.u32()?;
+    let mut clients = Vec::with_capacity(count.min(bytes.len() / 32));
+    for _ in 0..count {
+        let client = ClientId(reader.u128()?);
+        let request = RequestNumber(reader.u64()?);
+        let op = Op(reader.u64()?);
+        clients.push((client, request, op));
+    }
+    let state_len = usize::try_from(reader.u64()?).map_err(|e| e.to_string())?;
+    let state = reader.take(state_len)?.to_vec();
+    if !reader.0.is_empty() {
+        return Err("bytes after the state".to_owned());
+    }
+    Ok(Snapshot {
+        entry,
+        clients,
+        state,
+    })
+}
+
+fn encode_state<M: StateMachine>(
+    machine: &M,
+    replies: &BTreeMap<ClientId, (Op, Vec<u8>)>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_u32(&mut out, replies.len());
+    for (client, (op, result)) in replies {
+        out.extend_from_slice(&client.0.to_le_bytes());
+        out.extend_from_slice(&op.0.to_le_bytes());
+        put_u32(&mut out, result.len());
+        out.extend_from_slice(result);
+    }
+    out.extend_from_slice(&machine.snapshot());
+    out
+}
+
+type Replies = BTreeMap<ClientId, (Op, Vec<u8>)>;
+
+fn decode_state<M: StateMachine>(bytes: &[u8]) -> Result<(M, Replies), String> {
+    let mut reader = Reader(bytes);
+    let mut replies = BTreeMap::new();
+    for _ in 0..reader.u32()? {
+        let client = ClientId(reader.u128()?);
+        let op = Op(reader.u64()?);
+        let len = reader.u32()?;
+        let result = reader.take(len)?.to_vec();
+        replies.insert(client, (op, result));
+    }
+    Ok((M::restore(reader.0)?, replies))
+}
