@@ -1,3 +1,4 @@
 //! Library half of the iggy-server crate; the binary in `main.rs` builds on it.
 
+pub mod cluster;
 pub mod config;
