@@ -406,18 +406,20 @@ impl Dialer {
     /// Judges the acceptor's Challenge.
     pub fn on_challenge(self, bytes: &[u8]) -> Result<Dialed, HandshakeError> {
         let c = Fields::decode(bytes, COMMAND_CHALLENGE)?;
-        if c.replica != self.peer {
-            return Err(HandshakeError::WrongPeer {
-                expected: self.peer,
-                actual: c.replica,
-            });
-        }
+        // A refusal first, so the log names the acceptor's reason even when
+        // the roster sent us to the wrong node.
         let status =
             Status::from_u8(c.status).ok_or(HandshakeError::Malformed { offset: STATUS })?;
         if status != Status::Ok {
             return Err(HandshakeError::Refused {
                 peer: self.peer,
                 status,
+            });
+        }
+        if c.replica != self.peer {
+            return Err(HandshakeError::WrongPeer {
+                expected: self.peer,
+                actual: c.replica,
             });
         }
         if c.cluster != self.config.cluster {
@@ -485,7 +487,7 @@ pub enum Accepted {
     /// Without auth the link is up.
     Established(ReplicaId),
     /// With auth the dialer's Finish decides.
-    AwaitFinish(AwaitingFinish),
+    AwaitFinish(Box<AwaitingFinish>),
 }
 
 impl Acceptor {
@@ -569,7 +571,7 @@ impl Acceptor {
         };
         AcceptorStep {
             challenge,
-            next: Ok(Accepted::AwaitFinish(next)),
+            next: Ok(Accepted::AwaitFinish(Box::new(next))),
         }
     }
 

@@ -34,6 +34,8 @@ use super::handshake::{ChannelBinding, HandshakeConfig, HandshakeError, ReplicaI
 use super::lanes::{self, Lane, LaneFull, LanesRx, LanesTx};
 
 mod config;
+#[cfg(test)]
+mod tests;
 
 pub use config::{LinkConfig, bind_listener, node_address};
 
@@ -357,10 +359,10 @@ async fn admit(shared: Rc<Shared>, stream: TcpStream, address: SocketAddr) {
     let peer = match within(shared.config.handshake_grace, handshake).await {
         Ok(peer) => peer,
         Err(e) => {
-            if let Closed::Handshake(refusal) = &e {
-                if let Some(peer) = claimed_peer(refusal).and_then(|id| shared.peers.get(&id)) {
-                    peer.refused(&e);
-                }
+            if let Closed::Handshake(refusal) = &e
+                && let Some(peer) = claimed_peer(refusal).and_then(|id| shared.peers.get(&id))
+            {
+                peer.refused(&e);
             }
             return warn!(%address, "replica handshake refused: {e}");
         }

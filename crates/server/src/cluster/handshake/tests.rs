@@ -183,9 +183,9 @@ fn given_a_higher_dialer_when_hello_arrives_should_refuse_with_the_directional_r
     );
     assert_eq!(
         dialer,
-        Err(HandshakeError::WrongPeer {
-            expected: 2,
-            actual: 0
+        Err(HandshakeError::Refused {
+            peer: 2,
+            status: Status::DirectionalRule
         })
     );
     let (d, _) = Dialer::start(plain(1), 2, NONCE_D);
