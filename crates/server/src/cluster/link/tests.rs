@@ -11,7 +11,7 @@ use consensus::vsr::message::Message;
 
 use super::*;
 use crate::cluster::METADATA_GROUP;
-use crate::cluster::handshake::{MacKey, PskKeys, Status};
+use crate::cluster::handshake::{ChannelBinding, HandshakeConfig, MacKey, PskKeys, Status};
 
 const CLUSTER: u128 = 0x5eed;
 const OLD: &[u8] = b"old-secret-old-secret-old-secret";
@@ -238,11 +238,12 @@ fn given_a_node_with_another_psk_when_it_dials_should_never_connect_and_name_the
 #[test]
 fn given_a_dialer_with_a_higher_id_when_it_dials_should_be_refused_by_the_directional_rule() {
     run(async {
-        let (roster, mut listeners) = roster(2);
-        let (low, high) = (roster[0].1, roster[1].1);
-        // Replica 0 listens on `low`; a misconfigured replica 1 believes
-        // `low` is replica 2 and dials it.
-        let acceptor = start(0, &[(0, low), (1, high)], listeners.remove(0), None);
+        let (roster, mut listeners) = roster(3);
+        let (low, high, nowhere) = (roster[0].1, roster[1].1, roster[2].1);
+        drop(listeners.pop());
+        // Replica 0 listens on `low` (and its dials to replica 1 find no
+        // one); a misconfigured replica 1 believes `low` is replica 2.
+        let acceptor = start(0, &[(0, low), (1, nowhere)], listeners.remove(0), None);
         let wrong_roster = [(1, high), (2, low)];
         let dialer = start(1, &wrong_roster, listeners.remove(0), None);
         let dialer_refusal = || dialer.links.status(2).and_then(|s| s.last_refusal);
@@ -396,4 +397,142 @@ fn given_a_rolling_psk_rotation_when_nodes_restart_one_by_one_should_keep_every_
             }
         }
     });
+}
+
+/// An acceptor (replica 1) and a hand-driven dialer (replica 0) that
+/// writes raw bytes after a real handshake.
+async fn raw_peer() -> (Node, compio::net::TcpStream) {
+    let (roster, mut listeners) = roster(2);
+    let acceptor = start(1, &roster, listeners.pop().expect("two"), None);
+    let stream = compio::net::TcpStream::connect(roster[1].1)
+        .await
+        .expect("connects");
+    let handshake = HandshakeConfig {
+        cluster: CLUSTER,
+        local: 0,
+        psk: None,
+        channel: ChannelBinding::Plaintext,
+    };
+    connection::dial_handshake(&stream, handshake, 1)
+        .await
+        .expect("admitted");
+    (acceptor, stream)
+}
+
+async fn write(stream: &compio::net::TcpStream, bytes: Vec<u8>) {
+    use compio::io::AsyncWriteExt;
+    let mut writer = stream;
+    let compio::buf::BufResult(result, _) = writer.write_all(bytes).await;
+    result.expect("written");
+}
+
+/// Sets header bytes and seals the header again (XXH3-64 of 16..256).
+fn resealed(mut bytes: Vec<u8>, at: usize, value: u8) -> Vec<u8> {
+    bytes[at] = value;
+    let seal = u128::from(protocol::checksum::xxh3_64(&bytes[16..256]));
+    bytes[..16].copy_from_slice(&seal.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn given_bad_frames_on_a_link_should_drop_each_and_keep_the_connection() {
+    run(async {
+        let (acceptor, stream) = raw_peer().await;
+        eventually("the acceptor is up", || {
+            acceptor.links.status(0).is_some_and(|s| s.connected)
+        })
+        .await;
+        let forged_sender = wire::encode(&frame(2, 1, 1));
+        let other_cluster = wire::encode(&Frame {
+            cluster: 9,
+            ..frame(0, 1, 2)
+        });
+        let unknown_command = resealed(wire::encode(&frame(0, 1, 3)), 60, 99);
+        let mut bad_body = wire::encode(&Frame {
+            message: Message::StartViewChange { view: View(4) },
+            ..frame(0, 1, 4)
+        });
+        bad_body = resealed(bad_body, 16, 0xee); // checksum_body no longer matches
+        for bytes in [forged_sender, other_cluster, unknown_command, bad_body] {
+            write(&stream, bytes).await;
+        }
+        write(&stream, wire::encode(&frame(0, 1, 5))).await;
+        assert_eq!(
+            receive(&acceptor).await,
+            frame(0, 1, 5),
+            "the good frame after four bad ones"
+        );
+        let status = acceptor.links.status(0).expect("a peer");
+        assert_eq!(
+            (
+                status.frames_rejected,
+                status.frames_received,
+                status.connected
+            ),
+            (4, 1, true)
+        );
+    });
+}
+
+#[test]
+fn given_a_bad_seal_on_a_link_should_close_the_connection() {
+    run(async {
+        let (acceptor, stream) = raw_peer().await;
+        eventually("the acceptor is up", || {
+            acceptor.links.status(0).is_some_and(|s| s.connected)
+        })
+        .await;
+        let mut corrupt = wire::encode(&frame(0, 1, 1));
+        corrupt[100] ^= 1;
+        write(&stream, corrupt).await;
+        eventually("the acceptor closes the link", || {
+            !acceptor.links.status(0).expect("a peer").connected
+        })
+        .await;
+        let mut buf = Vec::with_capacity(1);
+        use compio::io::AsyncRead;
+        let compio::buf::BufResult(read, _) = (&mut &stream).read(std::mem::take(&mut buf)).await;
+        assert!(
+            matches!(read, Ok(0) | Err(_)),
+            "the socket is closed: {read:?}"
+        );
+    });
+}
+
+#[test]
+fn given_the_server_configuration_should_take_the_roster_and_refuse_tls() {
+    let mut config = crate::config::ServerConfig::embedded_defaults();
+    config.cluster.auth.enabled = true;
+    config.cluster.auth.shared_secret = String::from_utf8(NEW.to_vec()).expect("ascii");
+    let links = LinkConfig::from_server_config(&config, 0).expect("the shipped roster");
+    assert_eq!(
+        links.cluster,
+        crate::cluster::cluster_id(&config.cluster.name)
+    );
+    assert_eq!(
+        links.peers,
+        vec![(1, node_address(&config, 1).expect("an address"))]
+    );
+    assert_eq!(links.psk, keys(Some((NEW, None))));
+    assert_eq!(
+        links.peer_queue_capacity,
+        config.message_bus.peer_queue_capacity as usize
+    );
+    config.cluster.auth.previous_shared_secret = "short".into();
+    assert!(matches!(
+        LinkConfig::from_server_config(&config, 0),
+        Err(LinkError::SecretTooShort {
+            key: "cluster.auth.previous_shared_secret"
+        })
+    ));
+    config.cluster.tls.enabled = true;
+    let refused = LinkConfig::from_server_config(&config, 0).expect_err("TLS is refused");
+    assert!(
+        refused.to_string().contains("not supported yet"),
+        "{refused}"
+    );
+    assert!(matches!(
+        LinkConfig::from_server_config(&config, 9),
+        Err(LinkError::TlsNotSupported)
+    ));
 }
