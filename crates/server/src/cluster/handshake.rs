@@ -27,23 +27,18 @@
 //! commands: 14 ReplicaHello, 15 ReplicaChallenge, 16 ReplicaFinish
 //! ```
 //!
-//! Without auth the nonces and MACs are zero. The MAC is
-//! `BLAKE3::keyed_hash(key, message)` with `key = BLAKE3::derive_key(
-//! KEY_CONTEXT, psk)` and the 132-byte message:
-//!
-//! ```text
-//!   0 [16] domain tag "iggy-replica-mac"   16 u128 cluster
-//!  32 u8 dialer id   33 u8 acceptor id     34 [32] nonce_d   66 [32] nonce_a
-//!  98 u8 mode (0 plaintext, 1 TLS)         99 [32] TLS exporter (zeros in plaintext)
-//! 131 u8 direction (1 dialer, 2 acceptor)
-//! ```
+//! Without auth the nonces and MACs are zero; `mac` holds the MAC layout.
 
 use protocol::checksum::xxh3_64;
 use protocol::header::{COMMAND_OFFSET, HEADER_SIZE, SIZE_OFFSET};
 use thiserror::Error;
 
+mod mac;
 #[cfg(test)]
 mod tests;
+
+pub use mac::{ChannelBinding, KEY_CONTEXT, MAC_DOMAIN_TAG, MacKey, PskKeys};
+use mac::{DIRECTION_ACCEPTOR, DIRECTION_DIALER, MAC_MESSAGE_SIZE, Transcript};
 
 /// A replica id as the roster numbers it.
 pub type ReplicaId = u8;
@@ -76,16 +71,6 @@ const _: () = assert!(CLUSTER + 16 == SIZE_OFFSET && COMMAND_OFFSET + 1 == REPLI
 const _: () = assert!(NONCE + NONCE_SIZE == MAC && MAC + MAC_SIZE == STATUS);
 const _: () = assert!(STATUS + 1 == AUTH && AUTH < HEADER_SIZE);
 const _: () = assert!(CHECKSUM + 16 == CHECKSUM_BODY && CHECKSUM_BODY == SEALED_FROM);
-
-/// `derive_key` context: the PSK is never used as a key directly.
-pub const KEY_CONTEXT: &str = "iggy-server 2026-12 replica link handshake PSK";
-/// First 16 bytes of every MAC message.
-pub const MAC_DOMAIN_TAG: &[u8; 16] = b"iggy-replica-mac";
-const MAC_MESSAGE_SIZE: usize = 16 + 16 + 1 + 1 + NONCE_SIZE * 2 + 1 + 32 + 1;
-const _: () = assert!(MAC_MESSAGE_SIZE == 132);
-
-const DIRECTION_DIALER: u8 = 1;
-const DIRECTION_ACCEPTOR: u8 = 2;
 
 /// A Challenge's verdict on the Hello (replication spec §8; 4 is ours).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,58 +158,6 @@ impl std::fmt::Display for AuthMode {
     }
 }
 
-/// A MAC key derived from one PSK.
-#[derive(Clone, PartialEq, Eq)]
-pub struct MacKey([u8; 32]);
-
-impl MacKey {
-    /// Derives the key; `None` if the secret is shorter than 32 bytes.
-    pub fn derive(secret: &[u8]) -> Option<MacKey> {
-        (secret.len() >= SHARED_SECRET_LEN_MIN)
-            .then(|| MacKey(blake3::derive_key(KEY_CONTEXT, secret)))
-    }
-}
-
-impl std::fmt::Debug for MacKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MacKey(******)")
-    }
-}
-
-/// `cluster.auth`: the current key signs and verifies; the previous one (a
-/// rotation in progress) only verifies.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PskKeys {
-    pub current: MacKey,
-    pub previous: Option<MacKey>,
-}
-
-impl PskKeys {
-    fn verifies(&self, message: &[u8; MAC_MESSAGE_SIZE], mac: &[u8; MAC_SIZE]) -> bool {
-        let received = blake3::Hash::from_bytes(*mac);
-        // `blake3::Hash` equality is constant-time. Both keys are always
-        // tried, so timing does not tell which one matched.
-        let current = keyed_mac(&self.current, message) == received;
-        let previous = self
-            .previous
-            .as_ref()
-            .is_some_and(|key| keyed_mac(key, message) == received);
-        current | previous
-    }
-}
-
-fn keyed_mac(key: &MacKey, message: &[u8; MAC_MESSAGE_SIZE]) -> blake3::Hash {
-    blake3::keyed_hash(&key.0, message)
-}
-
-/// The transport the handshake runs over; TLS binds the MAC to the
-/// session through its exporter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChannelBinding {
-    Plaintext,
-    Tls { exporter: [u8; 32] },
-}
-
 /// What both roles share: who we are, and how we authenticate.
 #[derive(Debug, Clone)]
 pub struct HandshakeConfig {
@@ -242,40 +175,6 @@ impl HandshakeConfig {
         } else {
             AuthMode::Plaintext
         }
-    }
-}
-
-/// The parties and nonces one MAC covers.
-struct Transcript<'a> {
-    config: &'a HandshakeConfig,
-    dialer: ReplicaId,
-    acceptor: ReplicaId,
-    nonce_d: &'a Nonce,
-    nonce_a: &'a Nonce,
-}
-
-impl Transcript<'_> {
-    /// The MAC message laid out in the module docs.
-    fn message(&self, direction: u8) -> [u8; MAC_MESSAGE_SIZE] {
-        let (mode, exporter) = match self.config.channel {
-            ChannelBinding::Plaintext => (0u8, [0u8; 32]),
-            ChannelBinding::Tls { exporter } => (1u8, exporter),
-        };
-        let mut m = [0u8; MAC_MESSAGE_SIZE];
-        m[0..16].copy_from_slice(MAC_DOMAIN_TAG);
-        m[16..32].copy_from_slice(&self.config.cluster.to_le_bytes());
-        m[32] = self.dialer;
-        m[33] = self.acceptor;
-        m[34..66].copy_from_slice(self.nonce_d);
-        m[66..98].copy_from_slice(self.nonce_a);
-        m[98] = mode;
-        m[99..131].copy_from_slice(&exporter);
-        m[131] = direction;
-        m
-    }
-
-    fn sign(&self, keys: &PskKeys, direction: u8) -> [u8; MAC_SIZE] {
-        *keyed_mac(&keys.current, &self.message(direction)).as_bytes()
     }
 }
 

@@ -39,6 +39,9 @@ mod tests;
 
 pub use config::{LinkConfig, bind_listener, node_address};
 
+/// Pause after a failed accept (e.g. out of descriptors) before the next.
+const ACCEPT_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
 /// Incoming frames of every peer, checked: sealed, decoded, of our
 /// cluster, from the peer the connection authenticated.
 pub type Inbound = AsyncRx<Array<Frame>>;
@@ -339,7 +342,7 @@ async fn accept_loop(shared: Rc<Shared>, listener: TcpListener) {
             Ok(accepted) => accepted,
             Err(e) => {
                 warn!("replica listener accept failed: {e}");
-                compio::time::sleep(Duration::from_millis(10)).await;
+                compio::time::sleep(ACCEPT_RETRY_PAUSE).await;
                 continue;
             }
         };
