@@ -14,7 +14,10 @@ pub mod lanes;
 pub mod link;
 
 pub use handshake::ReplicaId;
-pub use link::{Inbound, LinkConfig, LinkError, LinkSender, Links, PeerStatus, SendError};
+pub use link::{
+    Inbound, LinkConfig, LinkError, LinkSender, Links, PeerStatus, SendError, bind_listener,
+    node_address,
+};
 
 /// The replica-frame `group` of the metadata group (replication spec §2).
 pub const METADATA_GROUP: u64 = 1 << 63;
