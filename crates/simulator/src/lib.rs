@@ -265,8 +265,9 @@ impl Cluster {
         while !self.quiescent() {
             if self.tick >= deadline {
                 return Err(Violation(format!(
-                    "liveness: not converged {} ticks after faults stopped ({})",
+                    "liveness: not converged {} ticks after faults stopped{} ({})",
                     self.options.liveness_ticks,
+                    self.stall_reason(),
                     self.describe()
                 )));
             }
@@ -393,9 +394,7 @@ impl Cluster {
                         entries,
                         uncertain: false,
                         ..
-                    } => {
-                        self.checker.dvc_sent(id, group, *head, entries)?
-                    }
+                    } => self.checker.dvc_sent(id, group, *head, entries)?,
                     _ => {}
                 }
                 self.transmit(group, envelope)
@@ -824,6 +823,37 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// Why a core did not converge, where the protocol says it must stall
+    /// (replication spec §9 (9)): a live group whose certain, non-blank
+    /// members fall short of a view-change quorum. Empty otherwise (a bug).
+    fn stall_reason(&self) -> String {
+        let quorum = consensus::Quorums::of(self.options.replicas).view_change;
+        let mut stalls = Vec::new();
+        for group in self.live_groups() {
+            let able = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.members.get(&group))
+                .filter(|m| !m.replica.is_blank() && !m.replica.is_uncertain())
+                .count();
+            let normal = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.members.get(&group))
+                .any(|m| m.replica.is_primary());
+            if !normal && able < usize::from(quorum) {
+                stalls.push(format!(
+                    "{group:?} has {able} certain members, short of the view-change quorum {quorum}"
+                ));
+            }
+        }
+        if stalls.is_empty() {
+            String::new()
+        } else {
+            format!(": a named stall, {}", stalls.join("; "))
+        }
     }
 
     fn max_view(&self) -> View {
