@@ -38,11 +38,16 @@ use storage::journal::Journal;
 use storage::superblock::{self, Identity, Superblock};
 use storage::{Storage, StorageError};
 
-/// What a group's state machine is to its driver.
+/// What a group's state machine is to its driver. Applying may await (the
+/// server applies a metadata op on every shard before it answers); the
+/// driver performs nothing else of the replica's actions meanwhile, so a
+/// checkpoint that follows an apply sees its effect. The runtime is one
+/// thread per shard, so the futures need not be `Send`.
+#[allow(async_fn_in_trait)]
 pub trait StateMachine: Sized {
     /// Applies one committed body (deterministically: equal states and
     /// equal entries give equal states and results everywhere).
-    fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8>;
+    async fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8>;
     /// The state as bytes (equal states give equal bytes).
     fn snapshot(&self) -> Vec<u8>;
     /// The state `snapshot` wrote.
@@ -223,7 +228,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 Action::Apply(entry) => {
                     let result = self
                         .machine
-                        .apply(entry.op, entry.timestamp_us, &entry.body);
+                        .apply(entry.op, entry.timestamp_us, &entry.body)
+                        .await;
                     if entry.client.0 != 0 {
                         self.replies.insert(entry.client, (entry.op, result));
                     }

@@ -19,7 +19,7 @@ use super::*;
 struct Log(Vec<Vec<u8>>);
 
 impl StateMachine for Log {
-    fn apply(&mut self, op: Op, _timestamp_us: u64, body: &[u8]) -> Vec<u8> {
+    async fn apply(&mut self, op: Op, _timestamp_us: u64, body: &[u8]) -> Vec<u8> {
         self.0.push(body.to_vec());
         op.0.to_le_bytes().to_vec()
     }
