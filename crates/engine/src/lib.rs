@@ -1,6 +1,7 @@
 //! Domain engine: streams, topics, partitions, users, permissions, tokens, consumer groups, polling, retention.
 #![forbid(unsafe_code)]
 
+pub mod cluster_metadata;
 pub mod encryption;
 pub mod metadata;
 pub mod metadata_group;

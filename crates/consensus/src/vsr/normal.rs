@@ -41,10 +41,7 @@ impl VsrReplica {
             return Err(NotAdmitted::Busy);
         }
         let head_before = self.head();
-        let timestamp_us = self
-            .log
-            .last()
-            .map_or(now_us, |e| now_us.max(e.timestamp_us + 1));
+        let timestamp_us = self.next_timestamp(now_us);
         let op = head_before.next();
         let entry = Entry::new(op, self.view, self.head_identity(), request, timestamp_us);
         self.in_pipeline.insert((entry.client, entry.request));
@@ -64,6 +61,16 @@ impl VsrReplica {
         assert_eq!(self.head(), head_before.next(), "one op per request");
         self.check_invariants();
         Ok(actions)
+    }
+
+    /// The timestamp the next prepare will carry at `now_us`: strictly
+    /// above every journaled one (so a new primary never stamps
+    /// backwards), else now. A caller that stamps a body with it before
+    /// `on_request` gets the entry's own timestamp.
+    pub fn next_timestamp(&self, now_us: u64) -> u64 {
+        self.log
+            .last()
+            .map_or(now_us, |e| now_us.max(e.timestamp_us + 1))
     }
 
     /// A message from another replica of the group.

@@ -50,10 +50,9 @@ pub trait StateMachine: Sized {
     async fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8>;
     /// The state as bytes (equal states give equal bytes).
     fn snapshot(&self) -> Vec<u8>;
-    /// The state `snapshot` wrote.
-    fn restore(bytes: &[u8]) -> Result<Self, String>;
-    /// The state before any op.
-    fn empty() -> Self;
+    /// Replaces the state with the one `snapshot` wrote (a checkpoint at
+    /// boot, or one a state transfer installed).
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String>;
 }
 
 /// What the caller must do on the group's behalf.
@@ -109,12 +108,15 @@ pub struct Group<S: Storage, M: StateMachine> {
 
 impl<S: Storage, M: StateMachine> Group<S, M> {
     /// Opens the group in `dir` (creating it if needed) and boots its
-    /// replica with this boot's `nonce` (non-zero, fresh per boot).
+    /// replica with this boot's `nonce` (non-zero, fresh per boot);
+    /// `machine` is the state before any op, restored from the checkpoint
+    /// if there is one.
     pub async fn open(
         storage: S,
         dir: &Path,
         placement: Placement,
         nonce: u64,
+        mut machine: M,
     ) -> Result<Self, GroupError> {
         let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
         let persisted = superblock::load(&storage, dir, placement.identity).await?;
@@ -133,9 +135,11 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             .collect::<Result<Vec<Entry>, String>>()
             .map_err(format("a journal record"))?;
         let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
-        let (machine, replies) = match &snapshot {
-            Some(s) => decode_state::<M>(&s.state).map_err(format("the checkpoint's state"))?,
-            None => (M::empty(), BTreeMap::new()),
+        let replies = match &snapshot {
+            Some(s) => {
+                decode_state(&mut machine, &s.state).map_err(format("the checkpoint's state"))?
+            }
+            None => BTreeMap::new(),
         };
         let durable = Durable {
             view: View(persisted.map_or(0, |s| s.view)),
@@ -259,8 +263,11 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     self.replica.checkpointed(snapshot);
                 }
                 Action::InstallSnapshot(snapshot) => {
-                    let (machine, replies) =
-                        decode_state::<M>(&snapshot.state).map_err(|reason| {
+                    // Verified against its checksum by the replica; a state
+                    // this build cannot read is fatal before anything is
+                    // written.
+                    let replies =
+                        decode_state(&mut self.machine, &snapshot.state).map_err(|reason| {
                             GroupError::Format {
                                 what: "a transferred checkpoint's state",
                                 dir: self.dir.clone(),
@@ -271,7 +278,6 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     self.journal
                         .install_snapshot(snapshot.op().0, payload)
                         .await?;
-                    self.machine = machine;
                     self.replies = replies;
                 }
             }
@@ -387,7 +393,8 @@ fn encode_state<M: StateMachine>(
 
 type Replies = BTreeMap<ClientId, (Op, Vec<u8>)>;
 
-fn decode_state<M: StateMachine>(bytes: &[u8]) -> Result<(M, Replies), String> {
+/// Restores `machine` from a checkpoint's state and returns its replies.
+fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<Replies, String> {
     let mut reader = Reader(bytes);
     let mut replies = BTreeMap::new();
     for _ in 0..reader.u32()? {
@@ -397,5 +404,6 @@ fn decode_state<M: StateMachine>(bytes: &[u8]) -> Result<(M, Replies), String> {
         let result = reader.take(len)?.to_vec();
         replies.insert(client, (op, result));
     }
-    Ok((M::restore(reader.0)?, replies))
+    machine.restore(reader.0)?;
+    Ok(replies)
 }

@@ -31,17 +31,15 @@ impl StateMachine for Log {
         }
         out
     }
-    fn restore(mut bytes: &[u8]) -> Result<Self, String> {
+    fn restore(&mut self, mut bytes: &[u8]) -> Result<(), String> {
         let mut bodies = Vec::new();
         while let Some((&len, rest)) = bytes.split_first() {
             let (body, rest) = rest.split_at_checked(usize::from(len)).ok_or("cut short")?;
             bodies.push(body.to_vec());
             bytes = rest;
         }
-        Ok(Log(bodies))
-    }
-    fn empty() -> Self {
-        Log(Vec::new())
+        self.0 = bodies;
+        Ok(())
     }
 }
 
@@ -103,6 +101,7 @@ impl Cluster {
             Path::new(DIR),
             placement(id, self.limits),
             self.nonce,
+            Log(Vec::new()),
         )
         .await
         .expect("opens");

@@ -1,0 +1,217 @@
+//! The metadata group of a cluster (replication spec §1-§2): metadata ops
+//! committed through Viewstamped Replication (`crate::replicated`) instead
+//! of the single node's journal. The primary stamps an op's timestamp,
+//! validates it on its head state (everything applied plus the ops in its
+//! pipeline, inherited ones included), and only then prepares it: a
+//! rejection consumes no op and is answered at once. Every replica applies
+//! committed ops to its own copy of the state and hands each to the
+//! `Applier` (the server's public state on every shard) before the next.
+//!
+//! A replica that is not the primary of a normal view refuses submissions
+//! (`Submit::NotPrimary`, with the view whose primary to try); the caller
+//! answers the client so that it moves to the leader.
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use consensus::vsr::NotAdmitted;
+use consensus::vsr::message::{Message, ReplicaId, Request};
+use consensus::{ClientId, Op, RequestNumber, View};
+use storage::Storage;
+
+use crate::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState};
+use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine};
+
+/// Outcomes kept for the submitters to collect (older ones are dropped:
+/// their submitters gave up or were answered).
+const OUTCOMES_KEPT: usize = 4096;
+
+/// What the rest of the node does with a committed metadata op.
+#[allow(async_fn_in_trait)]
+pub trait Applier {
+    /// Applies a committed op that applied cleanly here (`outcome`) to
+    /// the node's public state.
+    async fn apply(&mut self, op: &MetadataOp, outcome: &ApplyOutcome);
+    /// The state was replaced wholesale (a checkpoint at boot, or one
+    /// installed by state transfer).
+    fn restored(&mut self, state: &MetadataState);
+}
+
+/// The group's state machine: our copy of the state, the applier, and the
+/// outcome of each recent op.
+pub struct Machine<A: Applier> {
+    state: MetadataState,
+    applier: A,
+    outcomes: BTreeMap<Op, Result<ApplyOutcome, MetadataError>>,
+}
+
+impl<A: Applier> StateMachine for Machine<A> {
+    async fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8> {
+        // A body this build cannot decode was committed by a newer one:
+        // going on would fork the state (fail-stop, replication spec §6.7).
+        let decoded = MetadataOp::decode(body)
+            .unwrap_or_else(|e| panic!("committed metadata op {op} cannot be decoded: {e}"));
+        assert_eq!(decoded.timestamp_us, timestamp_us, "stamped as prepared");
+        let outcome = self.state.apply(&decoded);
+        if let Ok(applied) = &outcome {
+            self.applier.apply(&decoded, applied).await;
+        }
+        self.outcomes.insert(op, outcome);
+        while self.outcomes.len() > OUTCOMES_KEPT {
+            self.outcomes.pop_first();
+        }
+        Vec::new()
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.state.encode_snapshot(&mut out);
+        out
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.state = MetadataState::decode_snapshot(bytes).map_err(|e| e.to_string())?;
+        self.outcomes.clear();
+        self.applier.restored(&self.state);
+        Ok(())
+    }
+}
+
+/// The answer to a submission.
+#[derive(Debug)]
+pub enum Submit {
+    /// Prepared as this node's request `request`; its outcome comes with
+    /// the `Effect::Reply` for it.
+    Prepared {
+        request: RequestNumber,
+        effects: Vec<Effect>,
+    },
+    /// Invalid on the head state; nothing was prepared.
+    Rejected(MetadataError),
+    /// Not the primary of a normal view: try the primary of `view`.
+    NotPrimary { view: View },
+    /// The pipeline is full; nothing was prepared (safe to retry).
+    Busy,
+}
+
+pub struct ClusterMetadata<S: Storage, A: Applier> {
+    group: Group<S, Machine<A>>,
+    /// This boot's client id for the ops it submits (a new one per boot, so
+    /// request numbers restart safely).
+    client: ClientId,
+    next_request: u64,
+}
+
+impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
+    /// Opens the metadata group in `dir`; `applier` receives the recovered
+    /// state (`restored`) and every op applied from then on.
+    pub async fn open(
+        storage: S,
+        dir: &Path,
+        placement: Placement,
+        nonce: u64,
+        applier: A,
+    ) -> Result<Self, GroupError> {
+        assert!(nonce != 0, "a boot nonce is never zero");
+        let machine = Machine {
+            state: MetadataState::new(),
+            applier,
+            outcomes: BTreeMap::new(),
+        };
+        let group = Group::open(storage, dir, placement, nonce, machine).await?;
+        let client = ClientId((u128::from(nonce) << 8) | u128::from(placement.identity.replica));
+        Ok(ClusterMetadata {
+            group,
+            client,
+            next_request: 1,
+        })
+    }
+
+    pub fn group(&self) -> &Group<S, Machine<A>> {
+        &self.group
+    }
+
+    /// The state applied here (committed ops only).
+    pub fn state(&self) -> &MetadataState {
+        &self.group.machine().state
+    }
+
+    pub fn applier(&self) -> &A {
+        &self.group.machine().applier
+    }
+
+    /// The outcome of the op committed at `op`, if still kept.
+    pub fn outcome(&self, op: Op) -> Option<&Result<ApplyOutcome, MetadataError>> {
+        self.group.machine().outcomes.get(&op)
+    }
+
+    /// This node's client id for its submissions.
+    pub fn client(&self) -> ClientId {
+        self.client
+    }
+
+    /// The state the primary validates a new op on: everything applied,
+    /// plus the ops its log holds above that (its pipeline).
+    fn head_state(&self) -> MetadataState {
+        let replica = self.group.replica();
+        let mut head = self.state().clone();
+        let mut op = replica.commit_min().next();
+        while op <= replica.head() {
+            let entry = replica.entry(op).expect("the log holds its head");
+            let decoded = MetadataOp::decode(&entry.body)
+                .unwrap_or_else(|e| panic!("journaled metadata op {op} cannot be decoded: {e}"));
+            // An inherited op that no longer applies fails here as it will
+            // when committed: deterministic either way.
+            let _ = head.apply(&decoded);
+            op = op.next();
+        }
+        head
+    }
+
+    /// Submits a metadata op at `now_us`.
+    pub async fn submit(&mut self, mut op: MetadataOp, now_us: u64) -> Result<Submit, GroupError> {
+        let replica = self.group.replica();
+        if !replica.is_primary() {
+            return Ok(Submit::NotPrimary {
+                view: replica.view(),
+            });
+        }
+        op.timestamp_us = replica.next_timestamp(now_us);
+        if let Err(rejected) = self.head_state().apply(&op) {
+            return Ok(Submit::Rejected(rejected));
+        }
+        let mut body = Vec::with_capacity(128);
+        op.encode(&mut body);
+        let request = RequestNumber(self.next_request);
+        let submitted = Request {
+            client: self.client,
+            number: request,
+            body,
+        };
+        match self.group.on_request(submitted, now_us).await? {
+            Ok(effects) => {
+                self.next_request += 1;
+                Ok(Submit::Prepared { request, effects })
+            }
+            Err(NotAdmitted::NotPrimary { view }) => Ok(Submit::NotPrimary { view }),
+            Err(NotAdmitted::Busy) => Ok(Submit::Busy),
+        }
+    }
+
+    /// A frame from a peer.
+    pub async fn on_message(
+        &mut self,
+        from: ReplicaId,
+        message: Message,
+    ) -> Result<Vec<Effect>, GroupError> {
+        self.group.on_message(from, message).await
+    }
+
+    /// One tick of the group's timers.
+    pub async fn on_tick(&mut self) -> Result<Vec<Effect>, GroupError> {
+        self.group.on_tick().await
+    }
+}
