@@ -32,9 +32,9 @@ const OUTCOMES_KEPT: usize = 4096;
 /// What the rest of the node does with a committed metadata op.
 #[allow(async_fn_in_trait)]
 pub trait Applier {
-    /// Applies a committed op that applied cleanly here (`outcome`) to
-    /// the node's public state.
-    async fn apply(&mut self, op: &MetadataOp, outcome: &ApplyOutcome);
+    /// Applies the op committed at `number`, which applied cleanly here
+    /// (`outcome`), to the node's public state.
+    async fn apply(&mut self, number: Op, op: &MetadataOp, outcome: &ApplyOutcome);
     /// The state was replaced wholesale (a checkpoint at boot, or one
     /// installed by state transfer).
     fn restored(&mut self, state: &MetadataState);
@@ -57,7 +57,7 @@ impl<A: Applier> StateMachine for Machine<A> {
         assert_eq!(decoded.timestamp_us, timestamp_us, "stamped as prepared");
         let outcome = self.state.apply(&decoded);
         if let Ok(applied) = &outcome {
-            self.applier.apply(&decoded, applied).await;
+            self.applier.apply(op, &decoded, applied).await;
         }
         self.outcomes.insert(op, outcome);
         while self.outcomes.len() > OUTCOMES_KEPT {

@@ -22,7 +22,7 @@ struct Recorder {
 }
 
 impl Applier for Recorder {
-    async fn apply(&mut self, op: &MetadataOp, _outcome: &ApplyOutcome) {
+    async fn apply(&mut self, _number: Op, op: &MetadataOp, _outcome: &ApplyOutcome) {
         if let OpKind::CreateStream { name } = &op.kind {
             self.applied.push(name.clone());
         }

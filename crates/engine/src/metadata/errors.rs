@@ -104,6 +104,15 @@ pub enum MetadataError {
     InvalidTokenExpiry { reason: &'static str },
     #[error("personal access token '{name}' of user {user} not found")]
     TokenNotFound { user: UserId, name: String },
+
+    /// Cluster mode: this node does not lead the metadata group; nothing
+    /// was recorded, so the request is safe to retry anywhere.
+    #[error("not the metadata leader (the leader is the primary of view {view})")]
+    NotPrimary { view: u32 },
+    /// Cluster mode: the operation may or may not commit (a view change
+    /// interrupted it, or the pipeline is full); retry the same request.
+    #[error("the operation is not committed yet; retry it")]
+    NotCommitted,
 }
 
 impl MetadataError {
@@ -144,6 +153,8 @@ impl MetadataError {
             E::TokenExists { .. } => 51,
             E::TokenLimitReached { .. } => 52,
             E::InvalidTokenExpiry { .. } => 56,
+            E::NotCommitted => 57,
+            E::NotPrimary { .. } => 58,
         }
     }
 }
@@ -192,6 +203,8 @@ mod tests {
                 2013,
             ),
             (MetadataError::InvalidTopicName { len_bytes: 0 }, 2014),
+            (MetadataError::NotCommitted, 57),
+            (MetadataError::NotPrimary { view: 4 }, 58),
             (
                 MetadataError::TooManyTopics {
                     stream: s,
