@@ -16,8 +16,11 @@
 //!  8. Metadata is recovered from the journal; the root user is created
 //!     when there are no users.
 //!  9. Listeners are bound; shards start and shard 0 serves the listeners.
-//! 10. The runtime dump is written with the bound addresses: ready.
-//! 11. SIGINT/SIGTERM: stop accepting, drain, flush, exit 0.
+//! 10. The runtime dump is written with the bound addresses: ready, and a
+//!     service manager that asked (`NOTIFY_SOCKET`) is told so; its
+//!     watchdog is pinged while every shard keeps running.
+//! 11. SIGINT/SIGTERM: tell the manager, stop accepting, drain, flush,
+//!     exit 0.
 
 pub mod data_dir;
 pub mod encryption;
@@ -28,6 +31,7 @@ pub mod root_credentials;
 pub mod runtime_dump;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -42,6 +46,7 @@ use crate::shard::plan;
 use crate::shard::{ShardOptions, ShardSet};
 use crate::transport::{self, BoundAddresses};
 use server::config::{self, ConfigSources, NumaTopology, SYSFS_SYSTEM_ROOT, ServerConfig};
+use server::notify::{Liveness, Message, Notifier};
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -59,6 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let config = &loaded.config;
     refuse_cluster_mode(config)?;
     let root = root_credentials::resolve(&env, config.cluster.enabled)?;
+    let notifier = Notifier::from_env(|name| lookup(&env, name))?;
 
     let data = cwd.join(&config.system.path);
     let wiped = args.fresh && data_dir::wipe(&data)?;
@@ -93,16 +99,58 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (listeners, bound) = transport::bind(config)?;
     let mut options = shard_options(config, &data, recovered)?;
     options.encryption = encryption.keyring;
+    let liveness = notifier
+        .ping_interval()
+        .map(|ping| Arc::new(Liveness::new(options.specs.len(), ping)));
+    options.liveness = liveness.clone();
     let mut shards = ShardSet::start(options, listeners, http_settings, &bound)?;
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
     info!(dump = %dump.display(), tcp = ?bound.tcp, http = ?bound.http, "server ready");
+    notifier.send(&Message::Ready {
+        status: ready_status(&bound),
+    });
+    let watchdog = match liveness {
+        Some(liveness) => notifier
+            .start_watchdog(liveness)
+            .context("cannot start the watchdog thread")?,
+        None => None,
+    };
 
     let signal = signals.forever().next().unwrap_or(SIGTERM);
     info!(signal, "shutting down");
-    let clean = shards.shutdown();
-    info!(clean, "stopped");
+    notifier.send(&Message::Stopping);
+    if let Some(watchdog) = watchdog {
+        watchdog.stop();
+    }
+    let problems = shards.shutdown();
+    problems
+        .iter()
+        .for_each(|problem| notifier.send(&Message::Status(problem.clone())));
+    info!(clean = problems.is_empty(), "stopped");
     Ok(())
+}
+
+fn lookup(env: &[(String, String)], name: &str) -> Option<String> {
+    env.iter()
+        .rev()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.clone())
+}
+
+/// The `STATUS=` text sent with `READY=1`: what is served where.
+fn ready_status(bound: &BoundAddresses) -> String {
+    let served = [
+        ("tcp", bound.tcp),
+        ("quic", bound.quic),
+        ("http", bound.http),
+        ("websocket", bound.websocket),
+    ];
+    let listeners: Vec<String> = served
+        .iter()
+        .filter_map(|(name, address)| address.map(|address| format!("{name} {address}")))
+        .collect();
+    format!("serving {}", listeners.join(", "))
 }
 
 /// Replication is not built yet: a node asked to join a cluster must not
@@ -213,6 +261,7 @@ fn shard_options(
         join_timeout: Duration::from(sharding.shutdown_join_timeout),
         idle_spin: Duration::from(sharding.idle_spin),
         encryption: None,
+        liveness: None,
     })
 }
 

@@ -93,8 +93,9 @@ impl Shard {
         }
     }
 
-    /// Waits (at most the drain timeout) for requests in flight to finish.
-    pub async fn drain(&self) {
+    /// Waits (at most the drain timeout) for requests in flight to finish;
+    /// returns how many were still running then (they are abandoned).
+    pub async fn drain(&self) -> usize {
         let deadline = Instant::now() + self.ctx.drain_timeout;
         while self.requests_in_flight.get() > 0 && Instant::now() < deadline {
             compio::time::sleep(Duration::from_millis(5)).await;
@@ -113,6 +114,7 @@ impl Shard {
                 "closing connections at shutdown"
             );
         }
+        self.requests_in_flight.get()
     }
 }
 

@@ -35,6 +35,7 @@ use crate::node::shard_message::ShardMessage;
 use crate::node::{Committer, Node, Shard, shard_state};
 use crate::transport::{self, BoundAddresses, Listeners};
 use plan::ShardSpec;
+use server::notify::Liveness;
 
 pub struct ShardOptions {
     pub specs: Vec<ShardSpec>,
@@ -54,6 +55,8 @@ pub struct ShardOptions {
     pub idle_spin: Duration,
     /// Encryption at rest: the keys, when it is enabled.
     pub encryption: Option<Arc<engine::encryption::Keyring>>,
+    /// The watchdog's beat counters, when a service manager runs one.
+    pub liveness: Option<Arc<Liveness>>,
 }
 
 enum Ready {
@@ -63,7 +66,8 @@ enum Ready {
 
 pub struct ShardSet {
     context: Arc<ServerContext>,
-    threads: Vec<(u16, JoinHandle<()>)>,
+    /// Each thread ends with what went wrong in its drain, if anything.
+    threads: Vec<(u16, JoinHandle<Option<String>>)>,
     join_timeout: Duration,
 }
 
@@ -80,6 +84,7 @@ struct ShardStart {
     listeners: Option<(Listeners, HttpSettings)>,
     journal_path: Option<PathBuf>,
     idle_spin: Duration,
+    liveness: Option<Arc<Liveness>>,
 }
 
 impl ShardSet {
@@ -112,6 +117,7 @@ impl ShardSet {
                 listeners: if first { listeners.take() } else { None },
                 journal_path: first.then(|| options.journal_path.clone()),
                 idle_spin: options.idle_spin,
+                liveness: options.liveness.clone(),
             };
             let id = start.spec.id;
             let handle = std::thread::Builder::new()
@@ -149,26 +155,33 @@ impl ShardSet {
 
     /// Stops every shard and joins the threads, waiting at most the join
     /// timeout. Returns false if some shard did not stop in time.
-    pub fn shutdown(&mut self) -> bool {
+    pub fn shutdown(&mut self) -> Vec<String> {
         self.context.begin_stopping();
         for shard in 0..self.context.shard_count {
             send_shutdown(&self.context, shard, Duration::from_secs(1));
         }
         let deadline = Instant::now() + self.join_timeout;
-        let mut clean = true;
+        let mut problems = Vec::new();
         for (id, handle) in self.threads.drain(..) {
             while !handle.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            if !handle.is_finished() {
-                error!("shard {id} did not stop within {:?}", self.join_timeout);
-                clean = false;
-            } else if handle.join().is_err() {
-                error!("shard {id} panicked");
-                clean = false;
+            let problem = if !handle.is_finished() {
+                Some(format!(
+                    "shard {id} did not stop within {:?}",
+                    self.join_timeout
+                ))
+            } else {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Some(format!("shard {id} panicked")))
+            };
+            if let Some(problem) = problem {
+                error!("{problem}");
+                problems.push(problem);
             }
         }
-        clean
+        problems
     }
 }
 
@@ -190,7 +203,7 @@ fn send_shutdown(ctx: &ServerContext, shard: usize, patience: Duration) {
     }
 }
 
-fn run_thread(start: ShardStart) {
+fn run_thread(start: ShardStart) -> Option<String> {
     crate::metrics::bind_thread_to_shard(usize::from(start.spec.id));
     let mut builder = compio::runtime::RuntimeBuilder::new();
     if let Some(cpu) = start.spec.cpu {
@@ -204,17 +217,20 @@ fn run_thread(start: ShardStart) {
                 shard: start.spec.id,
                 reason,
             });
-            return;
+            return None;
         }
     };
     let id = start.spec.id;
     info!(shard = id, cpu = ?start.spec.cpu, driver = ?runtime.driver_type(), "shard started");
     let spin = start.idle_spin;
-    event_loop::block_on(&runtime, shard_main(start), spin);
+    let problem = event_loop::block_on(&runtime, shard_main(start), spin);
     info!(shard = id, "shard stopped");
+    problem
 }
 
-async fn shard_main(start: ShardStart) {
+/// Serves until `Shutdown`; returns what went wrong in the drain, if
+/// anything (a failure to start is reported through `ready` instead).
+async fn shard_main(start: ShardStart) -> Option<String> {
     let ShardStart {
         spec,
         ctx,
@@ -226,6 +242,7 @@ async fn shard_main(start: ShardStart) {
         listeners,
         journal_path,
         idle_spin: _,
+        liveness,
     } = start;
     let committer = match journal_path {
         Some(path) => match Committer::open(crate::node::CommitterStart {
@@ -242,7 +259,7 @@ async fn shard_main(start: ShardStart) {
                     shard: spec.id,
                     reason: format!("{e:#}"),
                 });
-                return;
+                return None;
             }
         },
         None => None,
@@ -254,10 +271,13 @@ async fn shard_main(start: ShardStart) {
             shard: spec.id,
             reason: format!("{e:#}"),
         });
-        return;
+        return None;
     }
     if let Some((listeners, http)) = listeners {
         serve_listeners(&shard, listeners, http);
+    }
+    if let Some(liveness) = liveness {
+        compio::runtime::spawn(beat(liveness, usize::from(spec.id))).detach();
     }
     let _ = ready.send(Ready::Started);
     while let Ok(message) = inbox.recv().await {
@@ -284,8 +304,22 @@ async fn shard_main(start: ShardStart) {
             }
         }
     }
-    shard.drain().await;
+    let abandoned = shard.drain().await;
     shard.node.stop().await;
+    (abandoned > 0).then(|| {
+        format!(
+            "shard {}: {abandoned} requests still running at the drain deadline were abandoned",
+            spec.id
+        )
+    })
+}
+
+/// Proves to the watchdog that this shard's event loop keeps turning.
+async fn beat(liveness: Arc<Liveness>, shard: usize) {
+    loop {
+        compio::time::sleep(liveness.beat_interval()).await;
+        liveness.beat(shard);
+    }
 }
 
 /// Starts every accept loop on shard 0, in the order the listeners were
