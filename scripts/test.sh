@@ -4,6 +4,8 @@
 # Tests that need root or PyPI fail instead of skipping when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Headless Chromium and chromedriver for the web console's browser test.
+scripts/install-test-deps.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

@@ -1,6 +1,7 @@
 //! The HTTP REST API (HTTP API spec), served by hyper on shard 0.
 //!
-//! One request goes: count it, answer CORS preflights, match the route,
+//! One request goes: count it, answer CORS preflights, serve the web
+//! console under `/ui` (`console`), match the route,
 //! authenticate the bearer (except on public routes), read the body under
 //! `http.max_request_size`, run the handler against the same engine the
 //! binary protocol uses (a write made with a credential under its
@@ -10,6 +11,7 @@
 
 mod api;
 mod auth;
+mod console;
 mod cors;
 mod error;
 mod json;
@@ -53,6 +55,8 @@ pub struct HttpSettings {
     pub max_request_size: usize,
     pub cors: Option<Cors>,
     pub metrics_path: Option<String>,
+    /// Serve the web console under `/ui` (`http.web_ui`).
+    pub web_ui: bool,
 }
 
 impl HttpSettings {
@@ -67,6 +71,7 @@ impl HttpSettings {
                 .metrics
                 .enabled
                 .then(|| config.metrics.endpoint.clone()),
+            web_ui: config.web_ui,
         })
     }
 }
@@ -185,6 +190,11 @@ impl HttpApp {
     }
 
     async fn dispatch(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
+        if let Some(page) =
+            console::serve(self.settings.web_ui, request.method(), request.uri().path())
+        {
+            return page;
+        }
         let metrics_path = self.settings.metrics_path.as_deref();
         let route = match router::route(request.method(), request.uri().path(), metrics_path) {
             Ok(route) => route,

@@ -52,6 +52,9 @@ pub enum Route {
     CreateGroup(String, String),
     Group(String, String, String),
     DeleteGroup(String, String, String),
+    /// Addition for the web console: a group's stored offset and lag on
+    /// every partition of its topic.
+    GroupOffsets(String, String, String),
     GetOffset(String, String),
     StoreOffset(String, String),
     DeleteOffset(String, String, String),
@@ -168,6 +171,9 @@ pub fn route(method: &Method, path: &str, metrics: Option<&str>) -> Result<Route
                 (M::DELETE, R::DeleteGroup(own(st), own(t), own(g))),
             ],
         ),
+        ["streams", st, "topics", t, "consumer-groups", g, "offsets"] => {
+            only(m, M::GET, R::GroupOffsets(own(st), own(t), own(g)))
+        }
         ["streams", st, "topics", t, "consumer-offsets"] => pick(
             m,
             [
@@ -268,6 +274,10 @@ mod tests {
         assert_eq!(
             at(Method::POST, "/personal-access-tokens/login"),
             Ok(Route::TokenLogin)
+        );
+        assert_eq!(
+            at(Method::GET, "/streams/s/topics/t/consumer-groups/g/offsets"),
+            Ok(Route::GroupOffsets("s".into(), "t".into(), "g".into()))
         );
         assert_eq!(
             at(Method::DELETE, "/personal-access-tokens/dev"),

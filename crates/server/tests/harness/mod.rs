@@ -7,6 +7,7 @@ pub mod http;
 pub mod raw;
 pub mod scenario;
 pub mod sdk;
+pub mod webdriver;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -331,3 +331,74 @@ pub async fn delete_offset(
     remove_offset(call.node(), caller(call), &target).await?;
     Ok(Reply::no_content())
 }
+
+/// One partition's line of a group's offsets (console addition, see
+/// docs/web-console.md).
+#[derive(Serialize)]
+struct GroupPartitionOffset {
+    partition_id: u32,
+    current_offset: u64,
+    messages_count: u64,
+    /// `None` when the group never stored an offset on this partition.
+    stored_offset: Option<u64>,
+    lag: u64,
+}
+
+/// `GET .../consumer-groups/{g}/offsets`: the group's stored offset on
+/// every partition of the topic, with the partition's current offset and
+/// the lag between them. Reads need the poll rule, like offset reads.
+pub async fn group_offsets(
+    call: &HttpCall<'_>,
+    stream: &str,
+    topic: &str,
+    group: &str,
+) -> Result<Reply, ApiError> {
+    let (group_id, partitions) = {
+        let node = call.node();
+        let metadata = node.metadata();
+        let found = metadata
+            .find_topic(&ident(stream), &ident(topic))
+            .map_err(|_| ApiError::not_found())?;
+        let group = metadata
+            .find_group(&ident(stream), &ident(topic), &ident(group))
+            .map_err(|_| ApiError::not_found())?;
+        let stream_id = metadata
+            .resolve_stream(&ident(stream))
+            .map_err(|_| ApiError::not_found())?;
+        let stats = &node.ctx.partition_stats;
+        let partitions: Vec<_> = found
+            .partitions()
+            .iter()
+            .map(|p| stats.partition_info(stream_id, found.id, p.id, p.created_at_us))
+            .collect();
+        (group.id.0.to_string(), partitions)
+    };
+    let mut lines = Vec::with_capacity(partitions.len());
+    for partition in partitions {
+        let target = OffsetTarget {
+            consumer: Consumer {
+                kind: ConsumerKind::ConsumerGroup,
+                id: identifier(&group_id),
+            },
+            topic: topic_ref(stream, topic),
+            partition_id: Some(partition.id),
+        };
+        let stored = read_offset(call.node(), caller(call), &target)
+            .await
+            .map_err(read_error)?
+            .map(|info| info.stored_offset);
+        let lag = match stored {
+            Some(stored) => partition.current_offset.saturating_sub(stored),
+            None if partition.messages_count > 0 => partition.current_offset + 1,
+            None => 0,
+        };
+        lines.push(GroupPartitionOffset {
+            partition_id: partition.id,
+            current_offset: partition.current_offset,
+            messages_count: partition.messages_count,
+            stored_offset: stored,
+            lag,
+        });
+    }
+    Ok(Reply::json(&lines))
+}
