@@ -142,10 +142,29 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     console.shot("02-overview");
 
     console.create_stream("orders");
-    console.shot("03-streams");
     let token = root_token(http);
     let stream = request(http, "GET", "/streams/orders", Some(&token), None);
     assert_eq!(stream.status, 200, "the stream exists: {}", stream.text());
+    // A refusal reads as a sentence, inside the form.
+    b.click(&b.button("Create stream"));
+    b.fill(&b.input("Name"), "orders");
+    b.click(&b.button("Create"));
+    b.wait("//div[@role='alert'][normalize-space(.)='A stream with this name already exists.']");
+    console.shot("03-error-in-words");
+    b.click(&b.button("Cancel"));
+    // Auto-refresh shows a stream made elsewhere.
+    b.choose(&b.input("Auto-refresh"), "Every 5 s");
+    let audit = request(
+        http,
+        "POST",
+        "/streams",
+        Some(&token),
+        Some(br#"{"name":"audit"}"#),
+    );
+    assert_eq!(audit.status, 200, "{}", audit.text());
+    b.link("audit");
+    b.choose(&b.input("Auto-refresh"), "Off");
+    console.shot("03-streams");
 
     b.click(&b.link("orders"));
     console.create_topic("payments", 2);
@@ -220,6 +239,8 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     b.click(&b.button("Create"));
     b.text("Your new access token");
     console.shot("12-token-once");
+    let secret = b.element_text(&b.wait("//p[@class='secret']"));
+    assert_eq!(secret.len(), 68, "a raw token: {secret}");
     b.click(&b.button("Done"));
     b.text("ci-token");
 
@@ -232,5 +253,14 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
         "the token is forgotten"
     );
     console.shot("13-signed-out");
+
+    // The token signs in too, and it acts as the user who made it.
+    b.click(&b.wait("//button[@role='radio'][normalize-space(.)='Access token']"));
+    b.fill(&b.input("Personal access token"), &secret);
+    b.click(&b.button("Sign in"));
+    b.wait("//h1[normalize-space(.)='Overview']");
+    b.wait("//span[@class='who'][normalize-space(.)='iggy']");
+    b.click(&b.button("Sign out"));
+    b.button("Sign in");
     assert_eq!(b.alert_text(), None);
 }

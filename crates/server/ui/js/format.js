@@ -212,3 +212,12 @@ export function exactDuration(micros) {
   }
   return parts.join(' ');
 }
+
+const SIZE_UNITS = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, PB: 1e15, EB: 1e18, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40, PiB: 2 ** 50, EiB: 2 ** 60 };
+
+/** A size string of the API ("45544 KiB") shortened for reading ("44.5 MiB"). */
+export function size(textValue) {
+  const match = /^([\d.]+) ([A-Za-z]+)$/.exec(String(textValue ?? '').trim());
+  if (!match || !(match[2] in SIZE_UNITS)) return String(textValue ?? '–');
+  return bytes(Math.round(Number(match[1]) * SIZE_UNITS[match[2]]));
+}

@@ -3,7 +3,7 @@
 
 import { api } from '../api.js';
 import { h, fill, stat, table, section, errorBox } from '../dom.js';
-import { count, duration, timestamp } from '../format.js';
+import { count, duration, size, timestamp } from '../format.js';
 
 function stats(s) {
   return h(
@@ -14,7 +14,7 @@ function stats(s) {
     stat('Partitions', count(s.partitions_count)),
     stat('Segments', count(s.segments_count)),
     stat('Messages', count(s.messages_count)),
-    stat('Stored', s.messages_size_bytes),
+    stat('Stored', size(s.messages_size_bytes)),
     stat('Consumer groups', count(s.consumer_groups_count)),
     stat('Clients', count(s.clients_count)),
   );
@@ -28,9 +28,9 @@ function server(s) {
     ['Host', `${s.hostname} (${s.os_name} ${s.os_version}, kernel ${s.kernel_version})`],
     ['Process', `PID ${s.process_id}, ${count(s.threads_count)} threads`],
     ['CPU', `${Number(s.cpu_usage).toFixed(1)} % (host ${Number(s.total_cpu_usage).toFixed(1)} %)`],
-    ['Memory', `${s.memory_usage} used; host ${s.available_memory} free of ${s.total_memory}`],
-    ['Disk', `${s.free_disk_space} free of ${s.total_disk_space}`],
-    ['Disk I/O', `${s.read_bytes} read, ${s.written_bytes} written`],
+    ['Memory', `${size(s.memory_usage)} used; host ${size(s.available_memory)} free of ${size(s.total_memory)}`],
+    ['Disk', `${size(s.free_disk_space)} free of ${size(s.total_disk_space)}`],
+    ['Disk I/O', `${size(s.read_bytes)} read, ${size(s.written_bytes)} written`],
   ];
   return section('Server', null, h('dl', { class: 'kv' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
 }

@@ -5,7 +5,7 @@
 import { api, seg } from '../api.js';
 import { h, fill, field, select, table, button, link, section, stat, errorBox } from '../dom.js';
 import { formDialog, confirmDialog, notify } from '../dialogs.js';
-import { count, duration, exactDuration, bytes, timestamp, U64_MAX } from '../format.js';
+import { count, duration, exactDuration, bytes, size, timestamp, U64_MAX } from '../format.js';
 
 function input(name, props = {}) {
   return h('input', { name, autocomplete: 'off', ...props });
@@ -88,7 +88,7 @@ export async function streamsPage(view) {
               { title: 'ID', cell: (s) => s.id, numeric: true },
               { title: 'Topics', cell: (s) => count(s.topics_count), numeric: true },
               { title: 'Messages', cell: (s) => count(s.messages_count), numeric: true },
-              { title: 'Size', cell: (s) => s.size, numeric: true },
+              { title: 'Size', cell: (s) => size(s.size), numeric: true },
               { title: 'Created', cell: (s) => timestamp(s.created_at) },
               {
                 title: 'Actions',
@@ -242,7 +242,7 @@ export async function streamPage(view, streamId) {
     const topics = [...stream.topics].sort((a, b) => a.id - b.id);
     fill(
       body,
-      h('div', { class: 'stats' }, stat('Topics', count(stream.topics_count)), stat('Messages', count(stream.messages_count)), stat('Size', stream.size)),
+      h('div', { class: 'stats' }, stat('Topics', count(stream.topics_count)), stat('Messages', count(stream.messages_count)), stat('Size', size(stream.size))),
       section(
         'Topics',
         null,
@@ -252,7 +252,7 @@ export async function streamPage(view, streamId) {
             { title: 'ID', cell: (t) => t.id, numeric: true },
             { title: 'Partitions', cell: (t) => count(t.partitions_count), numeric: true },
             { title: 'Messages', cell: (t) => count(t.messages_count), numeric: true },
-            { title: 'Size', cell: (t) => t.size, numeric: true },
+            { title: 'Size', cell: (t) => size(t.size), numeric: true },
             { title: 'Expiry', cell: (t) => expiryText(t) },
             { title: 'Max size', cell: (t) => bytes(t.max_topic_size) },
             { title: 'Compression', cell: (t) => t.compression_algorithm },

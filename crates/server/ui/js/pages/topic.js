@@ -4,7 +4,7 @@
 import { api, seg } from '../api.js';
 import { h, fill, field, table, button, link, section, stat, errorBox } from '../dom.js';
 import { formDialog, confirmDialog, notify } from '../dialogs.js';
-import { count, bytes, timestamp } from '../format.js';
+import { count, bytes, size, timestamp } from '../format.js';
 import { topicDialog, purgeTopic, deleteTopic, expiryText } from './streams.js';
 
 function numberInput(name, value, max) {
@@ -129,7 +129,7 @@ function partitionsSection(base, topic, load) {
         { title: 'Partition', cell: (p) => p.id, numeric: true },
         { title: 'Current offset', cell: (p) => count(p.current_offset), numeric: true },
         { title: 'Messages', cell: (p) => count(p.messages_count), numeric: true },
-        { title: 'Size', cell: (p) => p.size, numeric: true },
+        { title: 'Size', cell: (p) => size(p.size), numeric: true },
         { title: 'Created', cell: (p) => timestamp(p.created_at) },
       ],
       topic.partitions,
@@ -148,7 +148,7 @@ function segmentsSection(base, topic, load) {
         { title: 'Partition', cell: (p) => p.id, numeric: true },
         { title: 'Segments', cell: (p) => count(p.segments_count), numeric: true },
         { title: 'Sealed', cell: (p) => count(Math.max(0, p.segments_count - 1)), numeric: true },
-        { title: 'Stored', cell: (p) => p.size, numeric: true },
+        { title: 'Stored', cell: (p) => size(p.size), numeric: true },
         {
           title: 'Actions',
           cell: (p) => button('Delete sealed segments', () => deleteSegmentsDialog(base, p, load), 'quiet', { 'aria-label': `Delete sealed segments of partition ${p.id}`, disabled: p.segments_count < 2 }),
@@ -220,7 +220,7 @@ export async function topicPage(view, streamId, topicId) {
           { class: 'stats' },
           stat('Partitions', count(topic.partitions_count)),
           stat('Messages', count(topic.messages_count)),
-          stat('Size', topic.size),
+          stat('Size', size(topic.size)),
           stat('Segments', count(topic.partitions.reduce((n, p) => n + p.segments_count, 0))),
         ),
         partitionsSection(base, topic, load),
