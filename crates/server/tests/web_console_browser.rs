@@ -199,6 +199,11 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     assert_eq!(b.element_text(&hostile), HOSTILE);
     assert_eq!(b.alert_text(), None, "the payload ran as script");
     assert_eq!(
+        b.execute("return document.documentElement.dataset.cspViolations ?? null"),
+        serde_json::Value::Null,
+        "the console breaks its own Content-Security-Policy"
+    );
+    assert_eq!(
         b.execute("return document.querySelectorAll('main img').length"),
         0
     );

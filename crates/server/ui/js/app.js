@@ -30,6 +30,13 @@ const ROUTES = [
 ];
 
 const root = document.getElementById('app');
+
+// Counts refusals of the page's Content-Security-Policy (none are expected;
+// the browser test reads the count).
+document.addEventListener('securitypolicyviolation', () => {
+  const seen = Number(document.documentElement.dataset.cspViolations ?? '0');
+  document.documentElement.dataset.cspViolations = String(seen + 1);
+});
 let signInMessage = '';
 let refreshTimer = null;
 let currentRefresh = null;
