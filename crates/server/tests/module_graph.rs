@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["handlers"],
     &["diagnostics"],
     &["node"],
-    &["metrics", "args"],
+    &["metrics", "args", "notify"],
     &["config"],
 ];
 
