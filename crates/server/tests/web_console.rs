@@ -1,7 +1,8 @@
 //! The web console over plain HTTP (issue 19): served under /ui with the
 //! right media types and policy, no credential needed to load it, unknown
 //! assets 404, and `http.web_ui = false` turns it off. Also the console's
-//! addition to the API: a consumer group's offsets and lag.
+//! additions to the API: a consumer group's offsets and lag, and a
+//! partition's segments.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
@@ -99,7 +100,8 @@ fn given_the_console_when_its_api_calls_have_no_credential_should_refuse_them() 
 }
 
 #[tokio::test]
-async fn given_a_group_with_a_stored_offset_when_reading_its_offsets_should_report_lag() {
+async fn given_a_group_with_a_stored_offset_when_reading_offsets_and_segments_should_report_lag_and_ranges()
+ {
     let (_workdir, server, http) = start(ServerOptions::default());
     let client = root_client(server.tcp()).await;
     client.create_stream("s").await.unwrap();
@@ -173,4 +175,36 @@ async fn given_a_group_with_a_stored_offset_when_reading_its_offsets_should_repo
     assert_eq!(missing.status, 404);
     let anonymous = request(http, "GET", path, None, None);
     assert_eq!(anonymous.status, 401);
+
+    let segments = request(
+        http,
+        "GET",
+        "/streams/s/topics/t/partitions/0/segments",
+        Some(&token),
+        None,
+    );
+    assert_eq!(segments.status, 200, "{}", segments.text());
+    let segments = segments.json();
+    assert_eq!(segments.as_array().unwrap().len(), 1);
+    assert_eq!(segments[0]["start_offset"], 0);
+    assert_eq!(segments[0]["end_offset"], 4);
+    assert_eq!(segments[0]["messages_count"], 5);
+    assert_eq!(segments[0]["sealed"], false);
+    assert!(segments[0]["size_bytes"].as_u64().unwrap() > 0);
+    let empty = request(
+        http,
+        "GET",
+        "/streams/s/topics/t/partitions/1/segments",
+        Some(&token),
+        None,
+    );
+    assert!(empty.json()[0]["end_offset"].is_null());
+    let missing = request(
+        http,
+        "GET",
+        "/streams/s/topics/t/partitions/9/segments",
+        Some(&token),
+        None,
+    );
+    assert_eq!(missing.status, 404);
 }

@@ -186,6 +186,7 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
 
     b.click(&b.link("payments"));
     b.link("billing");
+    b.wait("//span[contains(@class,'badge')][normalize-space(.)='Active']");
     console.shot("05-topic");
     b.click(&b.link("billing"));
     b.text("Offsets and lag");

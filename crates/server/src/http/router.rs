@@ -55,6 +55,8 @@ pub enum Route {
     /// Addition for the web console: a group's stored offset and lag on
     /// every partition of its topic.
     GroupOffsets(String, String, String),
+    /// Addition for the web console: a partition's segments.
+    Segments(String, String, String),
     GetOffset(String, String),
     StoreOffset(String, String),
     DeleteOffset(String, String, String),
@@ -156,6 +158,9 @@ pub fn route(method: &Method, path: &str, metrics: Option<&str>) -> Result<Route
         ),
         ["streams", st, "topics", t, "partitions", p] => {
             only(m, M::DELETE, R::DeleteSegments(own(st), own(t), own(p)))
+        }
+        ["streams", st, "topics", t, "partitions", p, "segments"] => {
+            only(m, M::GET, R::Segments(own(st), own(t), own(p)))
         }
         ["streams", st, "topics", t, "consumer-groups"] => pick(
             m,
@@ -278,6 +283,10 @@ mod tests {
         assert_eq!(
             at(Method::GET, "/streams/s/topics/t/consumer-groups/g/offsets"),
             Ok(Route::GroupOffsets("s".into(), "t".into(), "g".into()))
+        );
+        assert_eq!(
+            at(Method::GET, "/streams/s/topics/t/partitions/1/segments"),
+            Ok(Route::Segments("s".into(), "t".into(), "1".into()))
         );
         assert_eq!(
             at(Method::DELETE, "/personal-access-tokens/dev"),

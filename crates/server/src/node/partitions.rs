@@ -61,6 +61,8 @@ pub enum PartitionOp {
     Flush {
         fsync: bool,
     },
+    /// The log's segments, oldest first (the web console's segment list).
+    Segments,
 }
 
 #[derive(Debug)]
@@ -83,6 +85,7 @@ pub enum PartitionReply {
     /// A stored offset was deleted.
     Deleted(Committed),
     InFlight(bool),
+    Segments(Vec<storage::partition::SegmentInfo>),
     Failed(ErrorCode),
 }
 
@@ -303,6 +306,7 @@ impl Node {
                 partition.partition.in_flight(consumer),
             )),
             PartitionOp::Flush { fsync } => partition.flush(fsync).await,
+            PartitionOp::Segments => Ok(PartitionReply::Segments(partition.log().segments())),
         };
         result.unwrap_or_else(|e| match e {
             PartitionError::OffsetBeyondEnd { .. } => {

@@ -219,6 +219,7 @@ pub async fn run(call: HttpCall<'_>, route: Route) -> Result<Reply, ApiError> {
         R::Group(s, t, g) => streams::group(&call, &s, &t, &g),
         R::DeleteGroup(s, t, g) => streams::delete_group(&call, &s, &t, &g).await,
         R::GroupOffsets(s, t, g) => messages::group_offsets(&call, &s, &t, &g).await,
+        R::Segments(s, t, p) => streams::segments(&call, &s, &t, &p).await,
         R::GetOffset(s, t) => messages::get_offset(&call, &s, &t).await,
         R::StoreOffset(s, t) => messages::store_offset(&call, &s, &t).await,
         R::DeleteOffset(s, t, c) => messages::delete_offset(&call, &s, &t, &c).await,
@@ -275,7 +276,7 @@ pub fn command_index(route: &Route) -> Option<usize> {
         R::Send(..) => C::SendMessages,
         R::Login | R::RefreshToken | R::TokenLogin => C::LoginUser,
         R::Logout => C::LogoutUser,
-        R::Metrics | R::Options(_) => return None,
+        R::Metrics | R::Options(_) | R::Segments(..) => return None,
     };
     CommandCode::ALL.iter().position(|c| *c == code)
 }

@@ -20,6 +20,7 @@ use crate::handlers::topics::MAX_PARTITIONS_PER_REQUEST;
 use crate::http::error::ApiError;
 use crate::http::json;
 use crate::node::partition_stats::PartitionStatsRegistry;
+use crate::node::partitions::{PartitionAddr, PartitionOp, PartitionReply};
 
 fn topic_json(
     stream: StreamId,
@@ -481,4 +482,52 @@ pub async fn delete_group(
         group: ident(group),
     })
     .await
+}
+
+/// `GET .../partitions/{p}/segments` (console addition, see
+/// docs/web-console.md): the partition's segments, oldest first. Reads
+/// need read access to the topic, like the topic itself.
+pub async fn segments(
+    call: &HttpCall<'_>,
+    stream: &str,
+    topic: &str,
+    partition: &str,
+) -> Result<Reply, ApiError> {
+    let partition = number(partition, "partition_id")?;
+    let addr = {
+        let metadata = call.node().metadata();
+        let (stream_id, found) = readable_topic(call, &metadata, stream, topic)?;
+        if partition >= found.partitions_count() {
+            return Err(ErrorCode::PartitionNotFound.into());
+        }
+        PartitionAddr {
+            stream: stream_id.0,
+            topic: found.id.0,
+            partition,
+        }
+    };
+    let segments = match call
+        .node()
+        .partition(addr.ns(), PartitionOp::Segments)
+        .await
+    {
+        PartitionReply::Segments(segments) => segments,
+        PartitionReply::Failed(code) => return Err(code.into()),
+        _ => return Err(ErrorCode::Error.into()),
+    };
+    let list: Vec<Value> = segments
+        .iter()
+        .map(|s| {
+            json!({
+                "start_offset": s.start_offset.0,
+                "end_offset": s.last_offset.map(|o| o.0),
+                "messages_count": s.messages,
+                "size_bytes": s.size_bytes,
+                "size": json::byte_size(s.size_bytes),
+                "max_timestamp": s.max_timestamp,
+                "sealed": s.sealed,
+            })
+        })
+        .collect();
+    Ok(Reply::json(&list))
 }

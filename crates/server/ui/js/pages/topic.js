@@ -45,16 +45,15 @@ function deletePartitionsDialog(base, topic, done) {
   });
 }
 
-function deleteSegmentsDialog(base, partition, done) {
+function deleteSegmentsDialog(base, partition, sealedCount, done) {
   formDialog({
-    title: `Delete segments of partition ${partition.id}`,
+    title: `Delete segments of partition ${partition}`,
     fields: [
-      h('p', null, 'The oldest sealed segments are deleted with their messages; the active segment always stays.'),
-      field('Segments to delete', numberInput('count', 1, 1_000_000)),
+      h('p', null, `The ${sealedCount === 1 ? 'oldest sealed segment is' : `${sealedCount} oldest sealed segments are`} deleted with their messages; the active segment always stays.`),
     ],
     submitLabel: 'Delete',
     danger: true,
-    submit: (form) => api('DELETE', `${base}/partitions/${partition.id}`, { query: { segments_count: formNumber(form, 'count') } }),
+    submit: () => api('DELETE', `${base}/partitions/${partition}`, { query: { segments_count: sealedCount } }),
     done: async () => {
       notify('Segments deleted.');
       await done();
@@ -139,22 +138,37 @@ function partitionsSection(base, topic, load) {
   );
 }
 
-function segmentsSection(base, topic, load) {
+async function segmentsSection(base, topic, load) {
+  const lists = await Promise.all(topic.partitions.map((p) => api('GET', `${base}/partitions/${p.id}/segments`).catch(() => [])));
+  const rows = [];
+  topic.partitions.forEach((p, i) => {
+    let sealedSeen = 0;
+    for (const segment of lists[i]) {
+      if (segment.sealed) sealedSeen += 1;
+      rows.push({ partition: p.id, segment, sealedThrough: segment.sealed ? sealedSeen : 0 });
+    }
+  });
   return section(
     'Segments',
     null,
     table(
       [
-        { title: 'Partition', cell: (p) => p.id, numeric: true },
-        { title: 'Segments', cell: (p) => count(p.segments_count), numeric: true },
-        { title: 'Sealed', cell: (p) => count(Math.max(0, p.segments_count - 1)), numeric: true },
-        { title: 'Stored', cell: (p) => size(p.size), numeric: true },
+        { title: 'Partition', cell: (r) => r.partition, numeric: true },
+        { title: 'Start offset', cell: (r) => count(r.segment.start_offset), numeric: true },
+        { title: 'End offset', cell: (r) => (r.segment.end_offset === null ? '–' : count(r.segment.end_offset)), numeric: true },
+        { title: 'Messages', cell: (r) => count(r.segment.messages_count), numeric: true },
+        { title: 'Size', cell: (r) => bytes(r.segment.size_bytes), numeric: true },
+        { title: 'Last message', cell: (r) => timestamp(r.segment.max_timestamp) },
+        { title: 'State', cell: (r) => h('span', { class: ['badge', !r.segment.sealed && 'badge-ok'] }, r.segment.sealed ? 'Sealed' : 'Active') },
         {
           title: 'Actions',
-          cell: (p) => button('Delete sealed segments', () => deleteSegmentsDialog(base, p, load), 'quiet', { 'aria-label': `Delete sealed segments of partition ${p.id}`, disabled: p.segments_count < 2 }),
+          cell: (r) =>
+            r.segment.sealed
+              ? button('Delete', () => deleteSegmentsDialog(base, r.partition, r.sealedThrough, load), 'quiet', { 'aria-label': `Delete segments of partition ${r.partition} through offset ${r.segment.end_offset}` })
+              : null,
         },
       ],
-      topic.partitions,
+      rows,
       'No segments.',
       'Segments',
     ),
@@ -225,7 +239,7 @@ export async function topicPage(view, streamId, topicId) {
         ),
         partitionsSection(base, topic, load),
         groups,
-        segmentsSection(base, topic, load),
+        await segmentsSection(base, topic, load),
         settings(topic),
       );
     } catch (e) {
