@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["handlers"],
     &["diagnostics"],
     &["node"],
-    &["metrics", "args", "notify"],
+    &["metrics", "args", "notify", "cluster"],
     &["config"],
 ];
 

@@ -35,6 +35,18 @@ pub struct Recovered {
     pub last_timestamp_us: u64,
 }
 
+impl Recovered {
+    /// No metadata yet (a cluster node: its replica applies the group's
+    /// ops as they commit).
+    pub fn empty() -> Recovered {
+        Recovered {
+            state: MetadataState::new(),
+            commit: 0,
+            last_timestamp_us: 0,
+        }
+    }
+}
+
 pub fn recover(data: &Path, root: &RootCredentials) -> anyhow::Result<Recovered> {
     let dir = data.join(METADATA_DIR);
     let runtime = compio::runtime::Runtime::new().context("cannot start the recovery runtime")?;

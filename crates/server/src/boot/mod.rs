@@ -22,6 +22,7 @@
 //! 11. SIGINT/SIGTERM: tell the manager, stop accepting, drain, flush,
 //!     exit 0.
 
+pub mod cluster;
 pub mod data_dir;
 pub mod encryption;
 pub mod log_file;
@@ -62,7 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
     );
     let config = &loaded.config;
-    refuse_cluster_mode(config)?;
+    let preview = lookup(&env, cluster::PREVIEW_VARIABLE);
+    refuse_cluster_mode(config, preview.as_deref())?;
     let root = root_credentials::resolve(&env, config.cluster.enabled)?;
     let notifier = Notifier::from_env(|name| lookup(&env, name))?;
 
@@ -93,12 +95,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runtime_dir.display()
         )
     })?;
-    let recovered = metadata::recover(&data, &root)?;
+    let cluster_start =
+        cluster::prepare(config, args.replica_id, &data, preview.as_deref(), &root)?;
+    // A cluster node's metadata comes from its replica of the metadata
+    // group (replayed as the group commits), not the single-node journal.
+    let recovered = if cluster_start.is_some() {
+        metadata::Recovered::empty()
+    } else {
+        metadata::recover(&data, &root)?
+    };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let http_settings = HttpSettings::from_config(&config.http)?;
     let (listeners, bound) = transport::bind(config)?;
     let mut options = shard_options(config, &data, recovered)?;
     options.encryption = encryption.keyring;
+    options.cluster = cluster_start;
     let liveness = notifier
         .ping_interval()
         .map(|ping| Arc::new(Liveness::new(options.specs.len(), ping)));
@@ -153,15 +164,18 @@ fn ready_status(bound: &BoundAddresses) -> String {
     format!("serving {}", listeners.join(", "))
 }
 
-/// Replication is not built yet: a node asked to join a cluster must not
-/// quietly serve as a standalone one (clients would believe their writes
-/// are replicated). Checked before the data directory is touched.
-fn refuse_cluster_mode(config: &ServerConfig) -> anyhow::Result<()> {
-    if config.cluster.enabled {
+/// Cluster mode replicates only the metadata group so far: a node asked
+/// to join a cluster without the operator's preview consent must not
+/// start (clients would believe their messages are replicated). Checked
+/// before the data directory is touched.
+fn refuse_cluster_mode(config: &ServerConfig, preview: Option<&str>) -> anyhow::Result<()> {
+    if config.cluster.enabled && preview != Some("metadata") {
         anyhow::bail!(
-            "cluster.enabled = true, but this build runs a single node only: replication \
-             (a multi-node cluster) is not available yet. Set cluster.enabled = false \
-             (or unset IGGY_CLUSTER_ENABLED) to run a standalone node"
+            "cluster.enabled = true, but this build replicates only the metadata group \
+             (streams, topics, users, sessions): message data is not replicated yet, so \
+             it runs a single node only unless {}=metadata asks for the preview. Set \
+             cluster.enabled = false (or unset IGGY_CLUSTER_ENABLED) to run a standalone node",
+            cluster::PREVIEW_VARIABLE
         );
     }
     Ok(())
@@ -262,6 +276,7 @@ fn shard_options(
         idle_spin: Duration::from(sharding.idle_spin),
         encryption: None,
         liveness: None,
+        cluster: None,
     })
 }
 

@@ -47,7 +47,43 @@ type Submission = (MetadataOp, TxOneshot<CommitResult>);
 /// it covers be compacted away, bounding recovery time.
 pub const SNAPSHOT_EVERY_OPS: u64 = 1000;
 
-pub struct Committer {
+/// Shard 0's metadata commit path: a single node's journal, or a cluster
+/// node's replicated metadata group (`cluster_commit`).
+pub enum Committer {
+    Single(SingleCommitter),
+    Cluster(super::cluster_commit::ClusterCommitter),
+}
+
+impl Committer {
+    /// A single node's committer on the journal boot replayed.
+    pub async fn open(start: CommitterStart<'_>) -> anyhow::Result<Self> {
+        Ok(Committer::Single(SingleCommitter::open(start).await?))
+    }
+
+    pub async fn close(&self) {
+        if let Committer::Single(single) = self {
+            single.close().await;
+        }
+    }
+
+    pub fn enqueue(&self, op: MetadataOp) -> RxOneshot<CommitResult> {
+        match self {
+            Committer::Single(single) => single.enqueue(op),
+            Committer::Cluster(cluster) => cluster.enqueue(op),
+        }
+    }
+
+    /// The commit loop; runs for the life of shard 0.
+    pub async fn run(node: Rc<Node>) {
+        match node.committer.as_ref() {
+            Some(Committer::Single(_)) => SingleCommitter::run(node).await,
+            Some(Committer::Cluster(cluster)) => cluster.run(node.clone()).await,
+            None => {}
+        }
+    }
+}
+
+pub struct SingleCommitter {
     queue: RefCell<VecDeque<Submission>>,
     wake: RefCell<Option<TxOneshot<()>>>,
     /// The metadata group: op numbering, journal, commit order.
@@ -63,7 +99,7 @@ pub struct CommitterStart<'a> {
     pub last_timestamp_us: u64,
 }
 
-impl Committer {
+impl SingleCommitter {
     /// Opens the journal for appending (boot replayed it) and resumes the
     /// metadata group at its journal head.
     pub async fn open(start: CommitterStart<'_>) -> anyhow::Result<Self> {
@@ -96,10 +132,9 @@ impl Committer {
 
     /// The drain loop; runs for the life of shard 0.
     pub async fn run(node: Rc<Node>) {
-        let committer = node
-            .committer
-            .as_ref()
-            .expect("the committer runs on shard 0");
+        let Some(Committer::Single(committer)) = node.committer.as_ref() else {
+            unreachable!("the single node's committer runs on shard 0");
+        };
         loop {
             let batch: Vec<Submission> = {
                 // At most a pipeline's worth: the batch commits as a whole
@@ -225,7 +260,11 @@ impl Committer {
 
 /// Sends a committed operation to every other shard; each answer arrives
 /// once that shard has applied it and its partition effects.
-async fn broadcast(node: &Rc<Node>, op: Arc<MetadataOp>, commit: u64) -> Vec<RxOneshot<()>> {
+pub(super) async fn broadcast(
+    node: &Rc<Node>,
+    op: Arc<MetadataOp>,
+    commit: u64,
+) -> Vec<RxOneshot<()>> {
     let mut acks = Vec::with_capacity(node.ctx.shard_count);
     for shard in 0..node.ctx.shard_count {
         if shard == usize::from(node.shard_id) {
@@ -247,7 +286,7 @@ async fn broadcast(node: &Rc<Node>, op: Arc<MetadataOp>, commit: u64) -> Vec<RxO
     acks
 }
 
-fn fatal(message: &str) -> ! {
+pub(super) fn fatal(message: &str) -> ! {
     error!("{message}; stopping the server");
     eprintln!("iggy-server: fatal: {message}");
     std::process::exit(70)

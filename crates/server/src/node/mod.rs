@@ -14,6 +14,7 @@
 
 mod cleaner;
 pub mod clients;
+pub mod cluster_commit;
 mod commit;
 pub mod context;
 mod effects;

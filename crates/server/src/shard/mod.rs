@@ -57,6 +57,8 @@ pub struct ShardOptions {
     pub encryption: Option<Arc<engine::encryption::Keyring>>,
     /// The watchdog's beat counters, when a service manager runs one.
     pub liveness: Option<Arc<Liveness>>,
+    /// Cluster mode: shard 0 runs this node's metadata replica.
+    pub cluster: Option<crate::node::cluster_commit::ClusterStart>,
 }
 
 enum Ready {
@@ -85,6 +87,7 @@ struct ShardStart {
     journal_path: Option<PathBuf>,
     idle_spin: Duration,
     liveness: Option<Arc<Liveness>>,
+    cluster: Option<crate::node::cluster_commit::ClusterStart>,
 }
 
 impl ShardSet {
@@ -104,6 +107,7 @@ impl ShardSet {
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::new();
         let mut listeners = Some((listeners, http));
+        let mut cluster = options.cluster;
         for (spec, inbox) in options.specs.into_iter().zip(receivers) {
             let first = spec.id == 0;
             let start = ShardStart {
@@ -118,6 +122,7 @@ impl ShardSet {
                 journal_path: first.then(|| options.journal_path.clone()),
                 idle_spin: options.idle_spin,
                 liveness: options.liveness.clone(),
+                cluster: if first { cluster.take() } else { None },
             };
             let id = start.spec.id;
             let handle = std::thread::Builder::new()
@@ -243,26 +248,32 @@ async fn shard_main(start: ShardStart) -> Option<String> {
         journal_path,
         idle_spin: _,
         liveness,
+        cluster,
     } = start;
-    let committer = match journal_path {
-        Some(path) => match Committer::open(crate::node::CommitterStart {
-            metadata_dir: &path,
-            state: &metadata,
-            head: consensus::Op(commit),
-            last_timestamp_us,
-        })
-        .await
-        {
-            Ok(committer) => Some(committer),
-            Err(e) => {
-                let _ = ready.send(Ready::Failed {
-                    shard: spec.id,
-                    reason: format!("{e:#}"),
-                });
-                return None;
-            }
+    let committer = match (cluster, journal_path) {
+        (Some(cluster), _) => Some(Committer::Cluster(
+            crate::node::cluster_commit::ClusterCommitter::new(cluster),
+        )),
+        (None, journal_path) => match journal_path {
+            Some(path) => match Committer::open(crate::node::CommitterStart {
+                metadata_dir: &path,
+                state: &metadata,
+                head: consensus::Op(commit),
+                last_timestamp_us,
+            })
+            .await
+            {
+                Ok(committer) => Some(committer),
+                Err(e) => {
+                    let _ = ready.send(Ready::Failed {
+                        shard: spec.id,
+                        reason: format!("{e:#}"),
+                    });
+                    return None;
+                }
+            },
+            None => None,
         },
-        None => None,
     };
     let node = Node::new(spec.id, ctx.clone(), metadata, commit, committer);
     let shard = Rc::new(Shard::new(spec.id, ctx.clone(), node));

@@ -1,0 +1,93 @@
+//! Cluster mode at boot (`cluster.enabled = true`, `--replica-id N`): what
+//! shard 0 needs to run this node's replica of the metadata group.
+//!
+//! This is a preview: the metadata group is replicated (streams, topics,
+//! users, sessions: replication spec §1-§6), but partition groups are not
+//! built yet, so message data stays on the node that received it. A node
+//! starts in cluster mode only when `IGGY_CLUSTER_PREVIEW=metadata` says
+//! the operator knows; otherwise boot refuses, as before.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use consensus::View;
+use consensus::vsr::Limits;
+use engine::replicated::Placement;
+use server::cluster::{LinkConfig, METADATA_GROUP, cluster_id, node_address};
+use server::config::ServerConfig;
+use storage::superblock::Identity;
+
+use crate::node::cluster_commit::{ClusterStart, RootUser, timing};
+
+use super::root_credentials::RootCredentials;
+
+/// The environment variable that lets a node start in cluster mode.
+pub const PREVIEW_VARIABLE: &str = "IGGY_CLUSTER_PREVIEW";
+/// Where the metadata replica keeps its journal and superblock.
+pub const METADATA_REPLICA_DIR: &str = "cluster/metadata";
+
+/// `None` on a single node; the replica's start in cluster mode; an error
+/// naming what to do when cluster mode is asked for without the preview.
+pub fn prepare(
+    config: &ServerConfig,
+    replica_id: Option<u8>,
+    data: &Path,
+    preview: Option<&str>,
+    root: &RootCredentials,
+) -> anyhow::Result<Option<ClusterStart>> {
+    if !config.cluster.enabled {
+        return Ok(None);
+    }
+    if preview != Some("metadata") {
+        anyhow::bail!(
+            "cluster.enabled = true, but this build replicates only the metadata group \
+             (streams, topics, users, sessions); partition data is not replicated yet. \
+             Set {PREVIEW_VARIABLE}=metadata to run this preview, or cluster.enabled = false \
+             to run a single node"
+        );
+    }
+    let replica = replica_id.context("cluster mode needs --replica-id")?;
+    let links = LinkConfig::from_server_config(config, replica)
+        .map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    let listen = node_address(config, replica).map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    let dir = data.join(METADATA_REPLICA_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let cluster = &config.cluster;
+    let replicas = u8::try_from(cluster.nodes.len()).context("too many cluster nodes")?;
+    let placement = Placement {
+        identity: Identity {
+            cluster: cluster_id(&cluster.name),
+            replica,
+            group: METADATA_GROUP,
+            incarnation: 0,
+        },
+        replicas,
+        created_view: View(0),
+        timing: timing(
+            Duration::from(cluster.heartbeat_timeout),
+            Duration::from(cluster.commit_broadcast_interval),
+            Duration::from(cluster.view_change_status_timeout),
+            Duration::from(cluster.prepare_retransmit_interval),
+        ),
+        // No metadata checkpoints yet: a running node cannot install one
+        // (see `cluster_commit`); the journal keeps every op.
+        limits: Limits {
+            checkpoint_interval: u64::MAX / 4,
+            ..Limits::default()
+        },
+    };
+    let password_hash = engine::metadata::password::hash_password(&root.password)
+        .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
+    Ok(Some(ClusterStart {
+        links,
+        listen,
+        dir,
+        placement,
+        nonce: rand::random::<u64>() | 1,
+        root: RootUser {
+            username: root.username.clone(),
+            password_hash,
+        },
+    }))
+}

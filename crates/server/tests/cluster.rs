@@ -1,0 +1,210 @@
+//! Three real `iggy-server` processes replicate the metadata group
+//! (cluster mode preview, `IGGY_CLUSTER_PREVIEW=metadata`): the root user
+//! is created once for the cluster, a stream created on the leader is on
+//! every node with the same bytes, a follower refuses metadata writes
+//! naming the leader, a killed leader is replaced, and a restarted node
+//! catches up from its journal and its peers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use harness::http::{request, root_token};
+use harness::{ServerOptions, TestServer, Workdir};
+
+const NODES: u8 = 3;
+const DEADLINE: Duration = Duration::from_secs(40);
+
+/// Five free ports per node (tcp, http, quic, websocket, replica): a
+/// roster cannot use port 0, so they are found free, then released.
+fn reserve_ports() -> Vec<[u16; 5]> {
+    let listeners: Vec<Vec<TcpListener>> = (0..NODES)
+        .map(|_| {
+            (0..5)
+                .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+                .collect()
+        })
+        .collect();
+    listeners
+        .iter()
+        .map(|node| {
+            let ports: Vec<u16> = node
+                .iter()
+                .map(|l| l.local_addr().unwrap().port())
+                .collect();
+            ports.try_into().unwrap()
+        })
+        .collect()
+}
+
+fn config(ports: &[[u16; 5]]) -> String {
+    let mut text = String::from(
+        "[cluster]\nenabled = true\nname = \"test-cluster\"\nheartbeat_timeout = \"2 s\"\n\
+         commit_broadcast_interval = \"250 ms\"\nview_change_status_timeout = \"2 s\"\n\n\
+         [message_bus]\nreconnect_period = \"200 ms\"\n\n",
+    );
+    for (id, p) in ports.iter().enumerate() {
+        text.push_str(&format!(
+            "[[cluster.nodes]]\nname = \"node-{id}\"\nip = \"127.0.0.1\"\nreplica_id = {id}\n\n\
+             [cluster.nodes.ports]\ntcp = {}\nhttp = {}\nquic = {}\nwebsocket = {}\ntcp_replica = {}\n\n",
+            p[0], p[1], p[2], p[3], p[4]
+        ));
+    }
+    text
+}
+
+struct Node {
+    workdir: Workdir,
+    options: ServerOptions,
+    server: Option<TestServer>,
+    http: SocketAddr,
+}
+
+fn start_cluster() -> Vec<Node> {
+    let ports = reserve_ports();
+    let config = config(&ports);
+    (0..NODES)
+        .map(|id| {
+            let p = ports[usize::from(id)];
+            let options = ServerOptions::default()
+                .config_file(&config)
+                .env("IGGY_CONFIG_PATH", "config.toml")
+                .env("IGGY_CLUSTER_PREVIEW", "metadata")
+                .env("IGGY_TCP_ADDRESS", &format!("127.0.0.1:{}", p[0]))
+                .env("IGGY_HTTP_ADDRESS", &format!("127.0.0.1:{}", p[1]))
+                .env("IGGY_QUIC_ADDRESS", &format!("127.0.0.1:{}", p[2]))
+                .env("IGGY_WEBSOCKET_ADDRESS", &format!("127.0.0.1:{}", p[3]))
+                .arg("--replica-id")
+                .arg(&id.to_string());
+            let workdir = Workdir::new();
+            let server = TestServer::start(&workdir, &options);
+            let http = server.address("http").expect("http");
+            Node {
+                workdir,
+                options,
+                server: Some(server),
+                http,
+            }
+        })
+        .collect()
+}
+
+/// Polls `check` until it holds or the deadline passes.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(started.elapsed() < DEADLINE, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn try_token(node: &Node) -> Option<String> {
+    let body = br#"{"username":"iggy","password":"iggy"}"#;
+    let response = request(node.http, "POST", "/users/login", None, Some(body));
+    (response.status == 200).then(|| root_token(node.http))
+}
+
+/// The streams a node lists (none while it cannot log in yet: a node
+/// that restarted applies the group's history again as it catches up).
+fn stream_names(node: &Node) -> Vec<String> {
+    let Some(token) = try_token(node) else {
+        return Vec::new();
+    };
+    let response = request(node.http, "GET", "/streams", Some(&token), None);
+    if response.status != 200 {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = response
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Creates a stream through whichever node accepts it; returns that node.
+fn create_stream(nodes: &[Node], name: &str) -> usize {
+    let body = format!(r#"{{"name":"{name}"}}"#);
+    let mut leader = None;
+    eventually(&format!("a leader accepts stream {name}"), || {
+        for (index, node) in nodes.iter().enumerate() {
+            if node.server.is_none() {
+                continue;
+            }
+            let Some(token) = try_token(node) else {
+                continue;
+            };
+            let response = request(
+                node.http,
+                "POST",
+                "/streams",
+                Some(&token),
+                Some(body.as_bytes()),
+            );
+            if response.status == 201 || response.status == 200 {
+                leader = Some(index);
+                return true;
+            }
+        }
+        false
+    });
+    leader.unwrap()
+}
+
+#[test]
+fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_the_leader() {
+    let mut nodes = start_cluster();
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    eventually("every node lists the stream", || {
+        nodes.iter().all(|node| stream_names(node) == ["orders"])
+    });
+    let created: Vec<serde_json::Value> = nodes
+        .iter()
+        .map(|node| {
+            let token = root_token(node.http);
+            request(node.http, "GET", "/streams/orders", Some(&token), None).json()["created_at"]
+                .clone()
+        })
+        .collect();
+    assert!(
+        created.windows(2).all(|w| w[0] == w[1]),
+        "the same bytes everywhere: {created:?}"
+    );
+
+    // A follower refuses, naming the leader (nothing recorded: code 58).
+    let follower = (leader + 1) % usize::from(NODES);
+    let token = root_token(nodes[follower].http);
+    let response = request(
+        nodes[follower].http,
+        "POST",
+        "/streams",
+        Some(&token),
+        Some(br#"{"name":"x"}"#),
+    );
+    assert_ne!(response.status, 201, "a follower does not commit metadata");
+    assert!(
+        response.text().contains("not the metadata leader"),
+        "{}",
+        response.text()
+    );
+
+    // The leader dies; the others elect and serve writes.
+    nodes[leader].server.take().unwrap().kill();
+    let new_leader = create_stream(&nodes, "after-failover");
+    assert_ne!(new_leader, leader);
+
+    // The old leader restarts on its data and catches up.
+    let node = &mut nodes[leader];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    eventually("the restarted node caught up", || {
+        stream_names(&nodes[leader]) == ["after-failover", "orders"]
+    });
+}
