@@ -182,6 +182,27 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     assert_eq!(topic["message_expiry"], 7 * 86_400 * 1_000_000u64);
     assert_eq!(topic["options"]["durability"]["value"], "persisted");
 
+    // Editing keeps the expiry it shows and sets a new size limit.
+    b.click(&b.button("Edit topic payments"));
+    b.input("Message expiry");
+    assert_eq!(
+        b.execute("return document.querySelector('input[name=expiry]').value"),
+        "1w"
+    );
+    b.fill(&b.input("Max size"), "2 GiB");
+    b.click(&b.button("Save"));
+    b.text("2.00 GiB");
+    let edited = request(
+        http,
+        "GET",
+        "/streams/orders/topics/payments",
+        Some(&token),
+        None,
+    )
+    .json();
+    assert_eq!(edited["max_topic_size"], 2u64 << 30);
+    assert_eq!(edited["message_expiry"], 7 * 86_400 * 1_000_000u64);
+
     let _member = produce(server.tcp()).await;
 
     b.click(&b.link("payments"));
