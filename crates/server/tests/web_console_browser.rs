@@ -256,9 +256,17 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     b.click(&b.button("Create"));
     b.click(&b.link("alice"));
     b.text("Per stream");
+    b.click(&b.wait("//label[normalize-space(.)='Read streams']/input"));
+    b.click(&b.wait("//input[@aria-label='Poll on orders']"));
+    b.click(&b.button("Save permissions"));
+    b.text("Permissions saved.");
     console.shot("11-user");
     let alice = request(http, "GET", "/users/alice", Some(&token), None);
     assert_eq!(alice.status, 200, "the user exists: {}", alice.text());
+    let permissions = &alice.json()["permissions"];
+    assert_eq!(permissions["global"]["read_streams"], true);
+    assert_eq!(permissions["global"]["manage_servers"], false);
+    assert_eq!(permissions["streams"]["0"]["poll_messages"], true);
 
     b.click(&b.link("Access tokens"));
     b.click(&b.button("Create token"));
@@ -287,6 +295,8 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     b.click(&b.button("Sign in"));
     b.wait("//h1[normalize-space(.)='Overview']");
     b.wait("//span[@class='who'][normalize-space(.)='iggy']");
+    b.text("TCP");
+    console.shot("14-overview-signed-in-with-token");
     b.click(&b.button("Sign out"));
     b.button("Sign in");
     assert_eq!(b.alert_text(), None);
