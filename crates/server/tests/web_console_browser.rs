@@ -77,9 +77,13 @@ async fn produce(tcp: SocketAddr) -> IggyClient {
     client
 }
 
+/// The console in the browser, with the API beside it for checks.
 struct Console<'a> {
     browser: &'a Browser,
     dir: PathBuf,
+    http: SocketAddr,
+    /// A root bearer for checks through the API.
+    token: String,
 }
 
 impl Console<'_> {
@@ -87,35 +91,196 @@ impl Console<'_> {
         self.browser.screenshot(&self.dir, name);
     }
 
+    fn api_get(&self, path: &str) -> serde_json::Value {
+        let response = request(self.http, "GET", path, Some(&self.token), None);
+        assert_eq!(response.status, 200, "GET {path}: {}", response.text());
+        response.json()
+    }
+
     fn sign_in(&self) {
         let b = self.browser;
+        b.goto(&format!("http://{}/ui/", self.http));
+        b.button("Sign in");
+        self.shot("01-sign-in");
         b.fill(&b.input("Username"), harness::ROOT_USERNAME);
         b.fill(&b.input("Password"), harness::ROOT_PASSWORD);
         b.click(&b.button("Sign in"));
         b.wait("//h1[normalize-space(.)='Overview']");
         b.text("Connected clients");
+        b.link("Overview");
+        b.link("Users");
+        self.shot("02-overview");
     }
 
-    fn create_stream(&self, stream: &str) {
+    /// Creates a stream through the form, sees a refusal in words, and
+    /// sees auto-refresh bring in a stream made elsewhere.
+    fn streams(&self) {
         let b = self.browser;
         b.click(&b.link("Streams"));
         b.click(&b.button("Create stream"));
-        b.fill(&b.input("Name"), stream);
+        b.fill(&b.input("Name"), "orders");
         b.click(&b.button("Create"));
-        b.link(stream);
+        b.link("orders");
+        assert_eq!(self.api_get("/streams/orders")["name"], "orders");
+
+        b.click(&b.button("Create stream"));
+        b.fill(&b.input("Name"), "orders");
+        b.click(&b.button("Create"));
+        b.wait(
+            "//div[@role='alert'][normalize-space(.)='A stream with this name already exists.']",
+        );
+        self.shot("03-error-in-words");
+        b.click(&b.button("Cancel"));
+
+        b.choose(&b.input("Auto-refresh"), "Every 5 s");
+        let body = br#"{"name":"audit"}"#;
+        let audit = request(self.http, "POST", "/streams", Some(&self.token), Some(body));
+        assert_eq!(audit.status, 200, "{}", audit.text());
+        b.link("audit");
+        b.choose(&b.input("Auto-refresh"), "Off");
+        self.shot("03-streams");
     }
 
-    fn create_topic(&self, topic: &str, partitions: u32) {
+    /// Creates a topic through the form, then edits it: the expiry it
+    /// shows is kept and a new size limit is set.
+    fn topics(&self) {
         let b = self.browser;
+        b.click(&b.link("orders"));
         b.click(&b.button("Create topic"));
-        b.fill(&b.input("Name"), topic);
-        b.fill(&b.input("Partitions"), &partitions.to_string());
+        b.fill(&b.input("Name"), "payments");
+        b.fill(&b.input("Partitions"), "2");
         b.fill(&b.input("Message expiry"), "7 days");
         b.choose(&b.input("Durability"), "Persisted (fsync on quorum)");
         b.click(&b.button("Create"));
-        b.link(topic);
+        b.link("payments");
+        self.shot("04-stream-topics");
+        let path = "/streams/orders/topics/payments";
+        let topic = self.api_get(path);
+        assert_eq!(topic["partitions_count"], 2);
+        assert_eq!(topic["message_expiry"], WEEK_US);
+        assert_eq!(topic["options"]["durability"]["value"], "persisted");
+
+        b.click(&b.button("Edit topic payments"));
+        b.input("Message expiry");
+        let shown = b.execute("return document.querySelector('input[name=expiry]').value");
+        assert_eq!(shown, "1w");
+        b.fill(&b.input("Max size"), "2 GiB");
+        b.click(&b.button("Save"));
+        b.text("2.00 GiB");
+        let edited = self.api_get(path);
+        assert_eq!(edited["max_topic_size"], 2u64 << 30);
+        assert_eq!(edited["message_expiry"], WEEK_US);
+    }
+
+    fn topic_and_group(&self) {
+        let b = self.browser;
+        b.click(&b.link("payments"));
+        b.link("billing");
+        b.wait("//span[contains(@class,'badge')][normalize-space(.)='Active']");
+        self.shot("05-topic");
+        b.click(&b.link("billing"));
+        b.text("Offsets and lag");
+        self.shot("06-consumer-group");
+        b.click(&b.link("payments"));
+    }
+
+    /// Finds the SDK's messages; the HTML payload stays text.
+    fn browse_messages(&self) {
+        let b = self.browser;
+        b.click(&b.link("Messages"));
+        b.wait("//pre[normalize-space(.)='hello console']");
+        b.text("abc-123");
+        let hostile = b.wait(&format!("//pre[normalize-space(.)='{HOSTILE}']"));
+        assert_eq!(b.element_text(&hostile), HOSTILE);
+        assert_eq!(b.alert_text(), None, "the payload ran as script");
+        let violations = b.execute("return document.documentElement.dataset.cspViolations ?? null");
+        assert_eq!(violations, serde_json::Value::Null, "a CSP refusal");
+        let images = b.execute("return document.querySelectorAll('main img').length");
+        assert_eq!(images, 0);
+        self.shot("07-messages-text");
+        b.choose(&b.input("Payload as"), "JSON");
+        b.wait("//pre[contains(., '\"amount\": 42')]");
+        self.shot("08-messages-json");
+        b.choose(&b.input("Payload as"), "Hex");
+        b.wait("//pre[contains(., '68 65 6c 6c 6f')]");
+        self.shot("09-messages-hex");
+    }
+
+    fn send_message(&self) {
+        let b = self.browser;
+        b.click(&b.link("Send messages"));
+        b.fill(&b.input("Payload"), "sent from the console");
+        b.click(&b.button("Add header"));
+        b.fill(&b.input("Header 1 key"), "source");
+        b.fill(&b.input("Header 1 value"), "browser");
+        b.click(&b.button("Send"));
+        b.wait("//p[starts-with(normalize-space(.), 'Message sent')]");
+        self.shot("10-send");
+        b.click(&b.link("Messages"));
+        b.wait("//pre[normalize-space(.)='sent from the console']");
+        b.text("browser");
+    }
+
+    /// Creates a user and grants global and per-stream permissions.
+    fn users(&self) {
+        let b = self.browser;
+        b.click(&b.link("Users"));
+        b.click(&b.button("Create user"));
+        b.fill(&b.input("Username"), "alice");
+        b.fill(&b.input("Password"), "secret-1");
+        b.click(&b.button("Create"));
+        b.click(&b.link("alice"));
+        b.text("Per stream");
+        b.click(&b.wait("//label[normalize-space(.)='Read streams']/input"));
+        b.click(&b.wait("//input[@aria-label='Poll on orders']"));
+        b.click(&b.button("Save permissions"));
+        b.text("Permissions saved.");
+        self.shot("11-user");
+        let permissions = &self.api_get("/users/alice")["permissions"];
+        assert_eq!(permissions["global"]["read_streams"], true);
+        assert_eq!(permissions["global"]["manage_servers"], false);
+        assert_eq!(permissions["streams"]["0"]["poll_messages"], true);
+    }
+
+    /// Creates a personal access token; returns the secret shown once.
+    fn create_token(&self) -> String {
+        let b = self.browser;
+        b.click(&b.link("Access tokens"));
+        b.click(&b.button("Create token"));
+        b.fill(&b.input("Name"), "ci-token");
+        b.click(&b.button("Create"));
+        b.text("Your new access token");
+        self.shot("12-token-once");
+        let secret = b.element_text(&b.wait("//p[@class='secret']"));
+        assert_eq!(secret.len(), 68, "a raw token: {secret}");
+        b.click(&b.button("Done"));
+        b.text("ci-token");
+        secret
+    }
+
+    fn sign_out(&self) {
+        let b = self.browser;
+        b.click(&b.button("Sign out"));
+        b.button("Sign in");
+        b.text("You have signed out.");
+        let stored = b.execute("return sessionStorage.length");
+        assert_eq!(stored, 0, "the token is forgotten");
+    }
+
+    /// The token signs in too, and acts as the user who made it.
+    fn sign_in_with_token(&self, secret: &str) {
+        let b = self.browser;
+        b.click(&b.wait("//button[@role='radio'][normalize-space(.)='Access token']"));
+        b.fill(&b.input("Personal access token"), secret);
+        b.click(&b.button("Sign in"));
+        b.wait("//h1[normalize-space(.)='Overview']");
+        b.wait("//span[@class='who'][normalize-space(.)='iggy']");
+        b.text("TCP");
+        self.shot("14-overview-signed-in-with-token");
     }
 }
+
+const WEEK_US: u64 = 7 * 86_400 * 1_000_000;
 
 #[tokio::test]
 async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely() {
@@ -130,174 +295,22 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     let console = Console {
         browser: &browser,
         dir: screenshots(),
+        http,
+        token: root_token(http),
     };
-    let b = &browser;
 
-    b.goto(&format!("http://{http}/ui/"));
-    b.button("Sign in");
-    console.shot("01-sign-in");
     console.sign_in();
-    b.link("Overview");
-    b.link("Users");
-    console.shot("02-overview");
-
-    console.create_stream("orders");
-    let token = root_token(http);
-    let stream = request(http, "GET", "/streams/orders", Some(&token), None);
-    assert_eq!(stream.status, 200, "the stream exists: {}", stream.text());
-    // A refusal reads as a sentence, inside the form.
-    b.click(&b.button("Create stream"));
-    b.fill(&b.input("Name"), "orders");
-    b.click(&b.button("Create"));
-    b.wait("//div[@role='alert'][normalize-space(.)='A stream with this name already exists.']");
-    console.shot("03-error-in-words");
-    b.click(&b.button("Cancel"));
-    // Auto-refresh shows a stream made elsewhere.
-    b.choose(&b.input("Auto-refresh"), "Every 5 s");
-    let audit = request(
-        http,
-        "POST",
-        "/streams",
-        Some(&token),
-        Some(br#"{"name":"audit"}"#),
-    );
-    assert_eq!(audit.status, 200, "{}", audit.text());
-    b.link("audit");
-    b.choose(&b.input("Auto-refresh"), "Off");
-    console.shot("03-streams");
-
-    b.click(&b.link("orders"));
-    console.create_topic("payments", 2);
-    console.shot("04-stream-topics");
-    let topic = request(
-        http,
-        "GET",
-        "/streams/orders/topics/payments",
-        Some(&token),
-        None,
-    );
-    assert_eq!(topic.status, 200, "the topic exists: {}", topic.text());
-    let topic = topic.json();
-    assert_eq!(topic["partitions_count"], 2);
-    assert_eq!(topic["message_expiry"], 7 * 86_400 * 1_000_000u64);
-    assert_eq!(topic["options"]["durability"]["value"], "persisted");
-
-    // Editing keeps the expiry it shows and sets a new size limit.
-    b.click(&b.button("Edit topic payments"));
-    b.input("Message expiry");
-    assert_eq!(
-        b.execute("return document.querySelector('input[name=expiry]').value"),
-        "1w"
-    );
-    b.fill(&b.input("Max size"), "2 GiB");
-    b.click(&b.button("Save"));
-    b.text("2.00 GiB");
-    let edited = request(
-        http,
-        "GET",
-        "/streams/orders/topics/payments",
-        Some(&token),
-        None,
-    )
-    .json();
-    assert_eq!(edited["max_topic_size"], 2u64 << 30);
-    assert_eq!(edited["message_expiry"], 7 * 86_400 * 1_000_000u64);
-
+    console.streams();
+    console.topics();
     let _member = produce(server.tcp()).await;
-
-    b.click(&b.link("payments"));
-    b.link("billing");
-    b.wait("//span[contains(@class,'badge')][normalize-space(.)='Active']");
-    console.shot("05-topic");
-    b.click(&b.link("billing"));
-    b.text("Offsets and lag");
-    console.shot("06-consumer-group");
-    b.click(&b.link("payments"));
-
-    b.click(&b.link("Messages"));
-    b.wait("//pre[normalize-space(.)='hello console']");
-    b.text("abc-123");
-    let hostile = b.wait(&format!("//pre[normalize-space(.)='{HOSTILE}']"));
-    assert_eq!(b.element_text(&hostile), HOSTILE);
-    assert_eq!(b.alert_text(), None, "the payload ran as script");
-    assert_eq!(
-        b.execute("return document.documentElement.dataset.cspViolations ?? null"),
-        serde_json::Value::Null,
-        "the console breaks its own Content-Security-Policy"
-    );
-    assert_eq!(
-        b.execute("return document.querySelectorAll('main img').length"),
-        0
-    );
-    console.shot("07-messages-text");
-    b.choose(&b.input("Payload as"), "JSON");
-    b.wait("//pre[contains(., '\"amount\": 42')]");
-    console.shot("08-messages-json");
-    b.choose(&b.input("Payload as"), "Hex");
-    b.wait("//pre[contains(., '68 65 6c 6c 6f')]");
-    console.shot("09-messages-hex");
-
-    b.click(&b.link("Send messages"));
-    b.fill(&b.input("Payload"), "sent from the console");
-    b.click(&b.button("Add header"));
-    b.fill(&b.input("Header 1 key"), "source");
-    b.fill(&b.input("Header 1 value"), "browser");
-    b.click(&b.button("Send"));
-    b.wait("//p[starts-with(normalize-space(.), 'Message sent')]");
-    console.shot("10-send");
-    b.click(&b.link("Messages"));
-    b.wait("//pre[normalize-space(.)='sent from the console']");
-    b.text("browser");
-
-    b.click(&b.link("Users"));
-    b.click(&b.button("Create user"));
-    b.fill(&b.input("Username"), "alice");
-    b.fill(&b.input("Password"), "secret-1");
-    b.click(&b.button("Create"));
-    b.click(&b.link("alice"));
-    b.text("Per stream");
-    b.click(&b.wait("//label[normalize-space(.)='Read streams']/input"));
-    b.click(&b.wait("//input[@aria-label='Poll on orders']"));
-    b.click(&b.button("Save permissions"));
-    b.text("Permissions saved.");
-    console.shot("11-user");
-    let alice = request(http, "GET", "/users/alice", Some(&token), None);
-    assert_eq!(alice.status, 200, "the user exists: {}", alice.text());
-    let permissions = &alice.json()["permissions"];
-    assert_eq!(permissions["global"]["read_streams"], true);
-    assert_eq!(permissions["global"]["manage_servers"], false);
-    assert_eq!(permissions["streams"]["0"]["poll_messages"], true);
-
-    b.click(&b.link("Access tokens"));
-    b.click(&b.button("Create token"));
-    b.fill(&b.input("Name"), "ci-token");
-    b.click(&b.button("Create"));
-    b.text("Your new access token");
-    console.shot("12-token-once");
-    let secret = b.element_text(&b.wait("//p[@class='secret']"));
-    assert_eq!(secret.len(), 68, "a raw token: {secret}");
-    b.click(&b.button("Done"));
-    b.text("ci-token");
-
-    b.click(&b.button("Sign out"));
-    b.button("Sign in");
-    b.text("You have signed out.");
-    assert_eq!(
-        b.execute("return sessionStorage.length"),
-        0,
-        "the token is forgotten"
-    );
+    console.topic_and_group();
+    console.browse_messages();
+    console.send_message();
+    console.users();
+    let secret = console.create_token();
+    console.sign_out();
     console.shot("13-signed-out");
-
-    // The token signs in too, and it acts as the user who made it.
-    b.click(&b.wait("//button[@role='radio'][normalize-space(.)='Access token']"));
-    b.fill(&b.input("Personal access token"), &secret);
-    b.click(&b.button("Sign in"));
-    b.wait("//h1[normalize-space(.)='Overview']");
-    b.wait("//span[@class='who'][normalize-space(.)='iggy']");
-    b.text("TCP");
-    console.shot("14-overview-signed-in-with-token");
-    b.click(&b.button("Sign out"));
-    b.button("Sign in");
-    assert_eq!(b.alert_text(), None);
+    console.sign_in_with_token(&secret);
+    console.sign_out();
+    assert_eq!(browser.alert_text(), None);
 }
