@@ -66,6 +66,16 @@ async fn produce(tcp: SocketAddr) -> IggyClient {
         )
         .await
         .unwrap();
+    let mut numbered: Vec<IggyMessage> = (0..30).map(|i| message(&format!("n{i}"), &[])).collect();
+    client
+        .send_messages(
+            &name("orders"),
+            &name("payments"),
+            &Partitioning::partition_id(1),
+            &mut numbered,
+        )
+        .await
+        .unwrap();
     client
         .create_consumer_group(&name("orders"), &name("payments"), "billing")
         .await
@@ -204,11 +214,39 @@ impl Console<'_> {
         b.choose(&b.input("Payload as"), "Hex");
         b.wait("//pre[contains(., '68 65 6c 6c 6f')]");
         self.shot("09-messages-hex");
+        self.page_through_messages();
+    }
+
+    /// Pages through partition 1's thirty messages by offset.
+    fn page_through_messages(&self) {
+        let b = self.browser;
+        b.choose(&b.input("Payload as"), "Text");
+        b.choose(&b.input("Partition"), "Partition 1");
+        b.choose(&b.input("Start"), "Oldest messages");
+        b.choose(&b.input("Page size"), "10 per page");
+        b.choose(&b.input("Order"), "Oldest first");
+        b.click(&b.button("Show messages"));
+        b.text("Offsets 0 to 9 of partition 1 (latest offset 29).");
+        b.click(&b.button("Newer"));
+        b.text("Offsets 10 to 19 of partition 1 (latest offset 29).");
+        b.click(&b.button("Older"));
+        b.text("Offsets 0 to 9 of partition 1 (latest offset 29).");
+        b.choose(&b.input("Start"), "From an offset");
+        b.fill(&b.input("Offset"), "25");
+        b.click(&b.button("Show messages"));
+        b.text("Offsets 25 to 29 of partition 1 (latest offset 29).");
+        b.wait("//pre[normalize-space(.)='n29']");
+        b.choose(&b.input("Start"), "Newest messages");
+        b.choose(&b.input("Partition"), "Partition 0");
+        b.click(&b.button("Show messages"));
+        b.wait("//pre[normalize-space(.)='hello console']");
     }
 
     fn send_message(&self) {
         let b = self.browser;
         b.click(&b.link("Send messages"));
+        b.choose(&b.input("Partitioning"), "A partition");
+        b.choose(&b.input("Partition"), "Partition 0");
         b.fill(&b.input("Payload"), "sent from the console");
         b.click(&b.button("Add header"));
         b.fill(&b.input("Header 1 key"), "source");

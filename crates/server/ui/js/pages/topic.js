@@ -138,10 +138,14 @@ function partitionsSection(base, topic, load) {
   );
 }
 
+/** Partitions whose segments the topic page lists (one request each). */
+const SEGMENT_PARTITIONS_MAX = 32;
+
 async function segmentsSection(base, topic, load) {
-  const lists = await Promise.all(topic.partitions.map((p) => api('GET', `${base}/partitions/${p.id}/segments`).catch(() => [])));
+  const shown = topic.partitions.slice(0, SEGMENT_PARTITIONS_MAX);
+  const lists = await Promise.all(shown.map((p) => api('GET', `${base}/partitions/${p.id}/segments`).catch(() => [])));
   const rows = [];
-  topic.partitions.forEach((p, i) => {
+  shown.forEach((p, i) => {
     let sealedSeen = 0;
     for (const segment of lists[i]) {
       if (segment.sealed) sealedSeen += 1;
@@ -172,6 +176,9 @@ async function segmentsSection(base, topic, load) {
       'No segments.',
       'Segments',
     ),
+    topic.partitions.length > shown.length
+      ? h('p', { class: 'hint' }, `Segments of the first ${shown.length} of ${topic.partitions.length} partitions.`)
+      : null,
   );
 }
 
