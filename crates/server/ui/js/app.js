@@ -70,8 +70,9 @@ function signInView() {
         if (mode === 'password') await signInWithPassword(String(data.get('username')), String(data.get('password')));
         else await signInWithToken(String(data.get('token')).trim());
         signInMessage = '';
+        // A changed hash renders through its event; an unchanged one here.
         if (!route() || route() === 'signin') location.hash = '#/overview';
-        render();
+        else render();
       } catch (e) {
         fill(error, e.message);
         error.hidden = false;
