@@ -1,21 +1,15 @@
-//! JSON Web Tokens signed with HMAC (HS256, HS384, HS512).
+//! Self-issued JSON Web Tokens, signed with HMAC (HS256, HS384, HS512) through
+//! the `jsonwebtoken` crate.
 //!
 //! A token is three base64url fields (URL-safe alphabet, no padding) joined by
-//! dots:
-//!
-//! ```text
-//! base64url(header) "." base64url(claims) "." base64url(signature)
-//! ```
-//!
-//! The header is the JSON object `{"alg":"HS256","typ":"JWT"}` (with the
-//! configured algorithm), the claims are the JSON form of [`Claims`], and the
-//! signature is the HMAC of the ASCII text `base64url(header) "." base64url(claims)`
-//! under the encoding secret.
+//! dots: header, claims ([`Claims`]) and the HMAC of the first two under the
+//! encoding secret. The library signs, checks the signature and the header's
+//! algorithm; this module keeps the rules the HTTP spec §5.2 adds around it.
 //!
 //! Verification ([`Keys::verify`]) is sans-IO: the caller passes the current
 //! time. It checks, in order, the token's shape, that the header names exactly
-//! the configured algorithm (so `"none"` and every other algorithm are refused),
-//! the signature (compared in constant time), expiry and not-before with the
+//! the configured algorithm (so `"none"` and every other algorithm are refused
+//! before any key is used), the signature, expiry and not-before with the
 //! configured leeway, the issuer and the audience. The `aud` claim may be a
 //! single string or an array of strings; an array is accepted when any of its
 //! elements is a valid audience.
@@ -23,14 +17,15 @@
 //! The module also makes the random pieces a token needs: a UUIDv7 token id
 //! ([`uuid_v7`]) and a random signing secret ([`random_secret`]).
 
+use std::collections::HashSet;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::digest::KeyInit;
-use hmac::{Hmac, Mac};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
 use rand::Rng;
 use rand::distr::Alphanumeric;
 use serde::{Deserialize, Serialize};
-use sha2::{Sha256, Sha384, Sha512};
 
 /// The HMAC algorithm a token is signed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,39 +56,13 @@ impl Algorithm {
         }
     }
 
-    /// The HMAC of `input` under `key`.
-    fn sign(self, key: &[u8], input: &[u8]) -> Vec<u8> {
+    fn library(self) -> jsonwebtoken::Algorithm {
         match self {
-            Self::Hs256 => hmac_sign::<Hmac<Sha256>>(key, input),
-            Self::Hs384 => hmac_sign::<Hmac<Sha384>>(key, input),
-            Self::Hs512 => hmac_sign::<Hmac<Sha512>>(key, input),
+            Self::Hs256 => jsonwebtoken::Algorithm::HS256,
+            Self::Hs384 => jsonwebtoken::Algorithm::HS384,
+            Self::Hs512 => jsonwebtoken::Algorithm::HS512,
         }
     }
-
-    /// Whether `signature` is the HMAC of `input` under `key`, compared in
-    /// constant time.
-    fn verify(self, key: &[u8], input: &[u8], signature: &[u8]) -> bool {
-        match self {
-            Self::Hs256 => hmac_verify::<Hmac<Sha256>>(key, input, signature),
-            Self::Hs384 => hmac_verify::<Hmac<Sha384>>(key, input, signature),
-            Self::Hs512 => hmac_verify::<Hmac<Sha512>>(key, input, signature),
-        }
-    }
-}
-
-/// A keyed MAC over `input`; HMAC accepts keys of any length.
-fn new_mac<M: Mac + KeyInit>(key: &[u8], input: &[u8]) -> M {
-    let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    Mac::update(&mut mac, input);
-    mac
-}
-
-fn hmac_sign<M: Mac + KeyInit>(key: &[u8], input: &[u8]) -> Vec<u8> {
-    new_mac::<M>(key, input).finalize().into_bytes().to_vec()
-}
-
-fn hmac_verify<M: Mac + KeyInit>(key: &[u8], input: &[u8], signature: &[u8]) -> bool {
-    new_mac::<M>(key, input).verify_slice(signature).is_ok()
 }
 
 /// The claims a token carries.
@@ -115,25 +84,29 @@ pub struct Claims {
     pub nbf: u64,
 }
 
-/// The JOSE header as minted.
-#[derive(Serialize)]
-struct HeaderOut<'a> {
-    alg: &'a str,
-    typ: &'a str,
-}
-
-/// The JOSE header as read; only `alg` matters, other fields are ignored.
+/// The JOSE header as read before any key is used; only `alg` matters.
 #[derive(Deserialize)]
-struct HeaderIn {
-    alg: String,
+pub(super) struct HeaderIn {
+    pub alg: String,
 }
 
 /// The `aud` claim as found in a token: one string or an array of strings.
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-enum Audience {
+pub(super) enum Audience {
     One(String),
     Many(Vec<String>),
+}
+
+impl Audience {
+    /// The first audience in the token that `valid` accepts.
+    pub(super) fn pick(self, valid: impl Fn(&str) -> bool) -> Option<String> {
+        let candidates = match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
+        };
+        candidates.into_iter().find(|candidate| valid(candidate))
+    }
 }
 
 /// The claims as found in a token, before the audience is normalised.
@@ -153,7 +126,7 @@ struct RawClaims {
 pub enum JwtError {
     /// Not three base64url fields of the expected JSON.
     Malformed,
-    /// The header's `alg` is not the configured algorithm.
+    /// The header's `alg` is not an accepted algorithm.
     UnsupportedAlgorithm,
     /// The signature does not match.
     BadSignature,
@@ -165,6 +138,8 @@ pub enum JwtError {
     WrongIssuer,
     /// No audience in the token is one of the valid audiences.
     WrongAudience,
+    /// A trusted issuer published no key with the token's `kid` (yet).
+    UnknownKey,
 }
 
 impl std::fmt::Display for JwtError {
@@ -177,6 +152,7 @@ impl std::fmt::Display for JwtError {
             Self::NotYetValid => "token not yet valid",
             Self::WrongIssuer => "invalid issuer",
             Self::WrongAudience => "invalid audience",
+            Self::UnknownKey => "unknown signing key",
         };
         f.write_str(message)
     }
@@ -184,11 +160,29 @@ impl std::fmt::Display for JwtError {
 
 impl std::error::Error for JwtError {}
 
+impl From<jsonwebtoken::errors::Error> for JwtError {
+    /// The library's refusals in this module's words.
+    fn from(error: jsonwebtoken::errors::Error) -> Self {
+        match error.kind() {
+            ErrorKind::InvalidSignature => Self::BadSignature,
+            ErrorKind::InvalidAlgorithm
+            | ErrorKind::InvalidAlgorithmName
+            | ErrorKind::UnsupportedAlgorithm
+            | ErrorKind::MissingAlgorithm => Self::UnsupportedAlgorithm,
+            ErrorKind::ExpiredSignature => Self::Expired,
+            ErrorKind::ImmatureSignature => Self::NotYetValid,
+            ErrorKind::InvalidIssuer => Self::WrongIssuer,
+            ErrorKind::InvalidAudience => Self::WrongAudience,
+            _ => Self::Malformed,
+        }
+    }
+}
+
 /// Signing and verification keys plus the checks applied on verification.
 pub struct Keys {
     algorithm: Algorithm,
-    encoding_secret: Vec<u8>,
-    decoding_secret: Vec<u8>,
+    encoding_key: EncodingKey,
+    decoding_key: DecodingKey,
     valid_issuers: Vec<String>,
     valid_audiences: Vec<String>,
     leeway_secs: u64,
@@ -206,47 +200,44 @@ impl std::fmt::Debug for Keys {
     }
 }
 
+/// The settings [`Keys::new`] takes besides the secrets.
+pub struct KeyRules {
+    pub valid_issuers: Vec<String>,
+    pub valid_audiences: Vec<String>,
+    /// Tolerance on `exp` and `nbf`.
+    pub leeway_secs: u64,
+}
+
 impl Keys {
     /// Keys that sign with `encoding_secret` and verify with `decoding_secret`
-    /// (the same bytes for HMAC unless a secret is being rotated), accepting
-    /// tokens from `valid_issuers` for `valid_audiences`, with `leeway_secs` of
-    /// tolerance on `exp` and `nbf`.
+    /// (the same bytes for HMAC unless a secret is being rotated).
     pub fn new(
         algorithm: Algorithm,
-        encoding_secret: Vec<u8>,
-        decoding_secret: Vec<u8>,
-        valid_issuers: Vec<String>,
-        valid_audiences: Vec<String>,
-        leeway_secs: u64,
+        encoding_secret: &[u8],
+        decoding_secret: &[u8],
+        rules: KeyRules,
     ) -> Self {
         Self {
             algorithm,
-            encoding_secret,
-            decoding_secret,
-            valid_issuers,
-            valid_audiences,
-            leeway_secs,
+            encoding_key: EncodingKey::from_secret(encoding_secret)
+                .expect("HMAC accepts keys of any length"),
+            decoding_key: DecodingKey::from_secret(decoding_secret)
+                .expect("HMAC accepts keys of any length"),
+            valid_issuers: rules.valid_issuers,
+            valid_audiences: rules.valid_audiences,
+            leeway_secs: rules.leeway_secs,
         }
     }
 
-    /// Header {"alg":..,"typ":"JWT"} . claims . signature, each base64url
+    /// Header {"typ":"JWT","alg":..} . claims . signature, each base64url
     /// without padding.
     pub fn mint(&self, claims: &Claims) -> String {
-        let header = HeaderOut {
-            alg: self.algorithm.name(),
-            typ: "JWT",
-        };
-        let header = serde_json::to_vec(&header).expect("a header always serializes");
-        let payload = serde_json::to_vec(claims).expect("claims always serialize");
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header),
-            URL_SAFE_NO_PAD.encode(payload)
-        );
-        let signature = self
-            .algorithm
-            .sign(&self.encoding_secret, signing_input.as_bytes());
-        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature))
+        jsonwebtoken::encode(
+            &Header::new(self.algorithm.library()),
+            claims,
+            &self.encoding_key,
+        )
+        .expect("HMAC signing of serializable claims cannot fail")
     }
 
     /// Verifies structure, header `alg` (must equal the configured algorithm),
@@ -255,13 +246,20 @@ impl Keys {
     /// and returns the claims. `now` is in Unix seconds. When the token's `aud`
     /// is an array, the returned claims hold the first valid element of it.
     pub fn verify(&self, token: &str, now: u64) -> Result<Claims, JwtError> {
-        let (signing_input, header, payload, signature) = split_token(token)?;
-        self.check_algorithm(header)?;
-        self.check_signature(signing_input, signature)?;
-        let raw: RawClaims = decode_json(payload)?;
-        self.check_times(&raw, now)?;
-        self.check_issuer(&raw.iss)?;
-        let aud = self.pick_audience(raw.aud)?;
+        let header: HeaderIn = peek_json(token, 0)?;
+        if header.alg != self.algorithm.name() {
+            return Err(JwtError::UnsupportedAlgorithm);
+        }
+        let raw: RawClaims =
+            jsonwebtoken::decode(token, &self.decoding_key, &self.signature_only())?.claims;
+        check_times(raw.exp, raw.nbf, now, self.leeway_secs)?;
+        if !self.valid_issuers.contains(&raw.iss) {
+            return Err(JwtError::WrongIssuer);
+        }
+        let aud = raw
+            .aud
+            .pick(|candidate| self.valid_audiences.iter().any(|v| v == candidate))
+            .ok_or(JwtError::WrongAudience)?;
         Ok(Claims {
             jti: raw.jti,
             sub: raw.sub,
@@ -273,76 +271,42 @@ impl Keys {
         })
     }
 
-    fn check_algorithm(&self, header: &str) -> Result<(), JwtError> {
-        let header: HeaderIn = decode_json(header)?;
-        if header.alg == self.algorithm.name() {
-            Ok(())
-        } else {
-            Err(JwtError::UnsupportedAlgorithm)
-        }
-    }
-
-    fn check_signature(&self, signing_input: &str, signature: &str) -> Result<(), JwtError> {
-        let signature = decode_base64(signature)?;
-        let valid =
-            self.algorithm
-                .verify(&self.decoding_secret, signing_input.as_bytes(), &signature);
-        if valid {
-            Ok(())
-        } else {
-            Err(JwtError::BadSignature)
-        }
-    }
-
-    fn check_times(&self, claims: &RawClaims, now: u64) -> Result<(), JwtError> {
-        if now > claims.exp.saturating_add(self.leeway_secs) {
-            return Err(JwtError::Expired);
-        }
-        if now.saturating_add(self.leeway_secs) < claims.nbf {
-            return Err(JwtError::NotYetValid);
-        }
-        Ok(())
-    }
-
-    fn check_issuer(&self, iss: &str) -> Result<(), JwtError> {
-        if self.valid_issuers.iter().any(|valid| valid == iss) {
-            Ok(())
-        } else {
-            Err(JwtError::WrongIssuer)
-        }
-    }
-
-    /// The first audience in the token that is a valid one.
-    fn pick_audience(&self, aud: Audience) -> Result<String, JwtError> {
-        let candidates = match aud {
-            Audience::One(one) => vec![one],
-            Audience::Many(many) => many,
-        };
-        candidates
-            .into_iter()
-            .find(|candidate| self.valid_audiences.contains(candidate))
-            .ok_or(JwtError::WrongAudience)
+    /// The library checks the algorithm and the signature only; the claims
+    /// are checked here against the caller's clock.
+    fn signature_only(&self) -> Validation {
+        let mut validation = Validation::new(self.algorithm.library());
+        validation.required_spec_claims = HashSet::new();
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
+        validation.validate_aud = false;
+        validation
     }
 }
 
-/// Splits a token into its signing input and its three fields.
-fn split_token(token: &str) -> Result<(&str, &str, &str, &str), JwtError> {
-    let (signing_input, signature) = token.rsplit_once('.').ok_or(JwtError::Malformed)?;
-    let (header, payload) = signing_input.split_once('.').ok_or(JwtError::Malformed)?;
-    if payload.contains('.') {
+/// `exp` and `nbf` against `now` with `leeway_secs` either side.
+pub(super) fn check_times(exp: u64, nbf: u64, now: u64, leeway_secs: u64) -> Result<(), JwtError> {
+    if now > exp.saturating_add(leeway_secs) {
+        return Err(JwtError::Expired);
+    }
+    if now.saturating_add(leeway_secs) < nbf {
+        return Err(JwtError::NotYetValid);
+    }
+    Ok(())
+}
+
+/// The JSON of field `index` (0 header, 1 claims) of a three-field token,
+/// read without checking the signature: only to choose how to verify it.
+pub(super) fn peek_json<T: serde::de::DeserializeOwned>(
+    token: &str,
+    index: usize,
+) -> Result<T, JwtError> {
+    let fields: Vec<&str> = token.split('.').collect();
+    if fields.len() != 3 {
         return Err(JwtError::Malformed);
     }
-    Ok((signing_input, header, payload, signature))
-}
-
-fn decode_base64(field: &str) -> Result<Vec<u8>, JwtError> {
-    URL_SAFE_NO_PAD
-        .decode(field)
-        .map_err(|_| JwtError::Malformed)
-}
-
-fn decode_json<T: serde::de::DeserializeOwned>(field: &str) -> Result<T, JwtError> {
-    let bytes = decode_base64(field)?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(fields[index])
+        .map_err(|_| JwtError::Malformed)?;
     serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)
 }
 
@@ -387,11 +351,13 @@ mod tests {
     fn keys_with(algorithm: Algorithm, secret: &[u8], leeway_secs: u64) -> Keys {
         Keys::new(
             algorithm,
-            secret.to_vec(),
-            secret.to_vec(),
-            vec![ISSUER.to_string()],
-            vec![AUDIENCE.to_string(), "other-audience".to_string()],
-            leeway_secs,
+            secret,
+            secret,
+            KeyRules {
+                valid_issuers: vec![ISSUER.to_string()],
+                valid_audiences: vec![AUDIENCE.to_string(), "other-audience".to_string()],
+                leeway_secs,
+            },
         )
     }
 
@@ -415,14 +381,15 @@ mod tests {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// An HS256 token over arbitrary header and payload JSON, signed in the
-    /// test with the hmac crate directly.
+    /// An HS256 token over arbitrary header and payload JSON, signed with
+    /// the library's raw signing function.
     fn hs256_token(header: &str, payload: &str, secret: &[u8]) -> String {
         let input = format!("{}.{}", b64(header.as_bytes()), b64(payload.as_bytes()));
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap();
-        Mac::update(&mut mac, input.as_bytes());
-        let signature = mac.finalize().into_bytes();
-        format!("{input}.{}", b64(&signature))
+        let key = EncodingKey::from_secret(secret).unwrap();
+        let signature =
+            jsonwebtoken::crypto::sign(input.as_bytes(), &key, jsonwebtoken::Algorithm::HS256)
+                .unwrap();
+        format!("{input}.{signature}")
     }
 
     fn fields(token: &str) -> Vec<String> {
@@ -462,21 +429,25 @@ mod tests {
         }
     }
 
+    /// Tokens minted before the move to the library (header fields in the
+    /// order alg, typ) still verify: only the bytes under the signature count.
     #[test]
-    fn known_answer_hs256() {
+    fn given_token_in_previous_layout_when_verifying_should_accept() {
         let keys = keys_with(Algorithm::Hs256, b"secret", 0);
-        let claims = Claims {
-            jti: "id-1".to_string(),
-            sub: "42".to_string(),
-            iss: "iggy".to_string(),
-            aud: "iggy.apache.org".to_string(),
-            iat: 1,
-            exp: 2,
-            nbf: 1,
-        };
         let header = r#"{"alg":"HS256","typ":"JWT"}"#;
-        let payload = r#"{"jti":"id-1","sub":"42","iss":"iggy","aud":"iggy.apache.org","iat":1,"exp":2,"nbf":1}"#;
-        assert_eq!(keys.mint(&claims), hs256_token(header, payload, b"secret"));
+        let payload = r#"{"jti":"id-1","sub":"42","iss":"iggy.apache.org","aud":"iggy.apache.org","iat":1,"exp":2,"nbf":1}"#;
+        let token = hs256_token(header, payload, b"secret");
+        let claims = keys.verify(&token, 1).unwrap();
+        assert_eq!(claims.sub, "42");
+        assert_eq!(claims.jti, "id-1");
+    }
+
+    #[test]
+    fn given_minted_token_when_reading_header_should_name_hs256_and_jwt() {
+        let token = keys(Algorithm::Hs256).mint(&claims());
+        let header: serde_json::Value = peek_json(&token, 0).unwrap();
+        assert_eq!(header["alg"], "HS256");
+        assert_eq!(header["typ"], "JWT");
     }
 
     #[test]
@@ -518,11 +489,13 @@ mod tests {
         let minter = keys_with(Algorithm::Hs256, b"old", 0);
         let verifier = Keys::new(
             Algorithm::Hs256,
-            b"new".to_vec(),
-            b"old".to_vec(),
-            vec![ISSUER.to_string()],
-            vec![AUDIENCE.to_string()],
-            0,
+            b"new",
+            b"old",
+            KeyRules {
+                valid_issuers: vec![ISSUER.to_string()],
+                valid_audiences: vec![AUDIENCE.to_string()],
+                leeway_secs: 0,
+            },
         );
         let token = minter.mint(&claims());
         assert_eq!(verifier.verify(&token, 1_500), Ok(claims()));
@@ -702,6 +675,7 @@ mod tests {
             JwtError::NotYetValid,
             JwtError::WrongIssuer,
             JwtError::WrongAudience,
+            JwtError::UnknownKey,
         ] {
             let message = error.to_string();
             assert!(!message.is_empty());

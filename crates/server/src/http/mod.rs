@@ -15,9 +15,11 @@ mod console;
 mod cors;
 mod error;
 mod json;
+mod jwks;
 mod jwt;
 mod router;
 mod sessions;
+mod trusted_issuers;
 mod turns;
 mod write;
 
@@ -210,7 +212,12 @@ impl HttpApp {
         let caller = if route.is_public() {
             None
         } else {
-            match self.settings.auth.authenticate(node, request.headers()) {
+            match self
+                .settings
+                .auth
+                .authenticate(node, request.headers())
+                .await
+            {
                 Ok(found) => Some(found),
                 Err(e) => return error_response(&e),
             }

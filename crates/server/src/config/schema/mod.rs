@@ -28,9 +28,9 @@ pub use system::{
 };
 pub use transport::{
     CorsConfig, HttpConfig, HttpTlsConfig, JwtConfig, ListenerTlsConfig, MetricsConfig,
-    QuicCertificateConfig, QuicConfig, TcpConfig, TrustedIssuer, WEBSOCKET_MAX_FRAME_DEFAULT,
-    WEBSOCKET_MAX_MESSAGE_DEFAULT, WEBSOCKET_READ_BUFFER_DEFAULT, WEBSOCKET_WRITE_BUFFER_DEFAULT,
-    WebSocketConfig,
+    QuicCertificateConfig, QuicConfig, TRUSTED_ISSUER_ALGORITHMS, TcpConfig, TrustedIssuer,
+    WEBSOCKET_MAX_FRAME_DEFAULT, WEBSOCKET_MAX_MESSAGE_DEFAULT, WEBSOCKET_READ_BUFFER_DEFAULT,
+    WEBSOCKET_WRITE_BUFFER_DEFAULT, WebSocketConfig,
 };
 
 use crate::config::values::ByteSize;
@@ -99,6 +99,9 @@ impl ServerConfig {
             issuer: "issuer".to_owned(),
             audience: Some("audience".to_owned()),
             jwks_url: "https://issuer/jwks".to_owned(),
+            key_file: Some("issuer.pem".to_owned()),
+            algorithms: Some(vec!["RS256".to_owned()]),
+            jwks_refresh_interval: Some(std::time::Duration::from_secs(300).into()),
             user_id: 1,
         }];
         sample.cluster.nodes.truncate(1);

@@ -52,15 +52,30 @@ pub struct JwtConfig {
     pub trusted_issuers: Vec<TrustedIssuer>,
 }
 
-/// An external token issuer whose tokens act as one fixed Iggy user.
+/// An external token issuer whose tokens act as one fixed Iggy user (HTTP
+/// spec §5.3). Its public keys come from `jwks_url` or, as this server's
+/// extension, from a PEM file (`key_file`); exactly one of the two is set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustedIssuer {
     pub issuer: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audience: Option<String>,
+    #[serde(default)]
     pub jwks_url: String,
+    /// A PEM public key (RSA or EC P-256) instead of a JWKS URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    /// Accepted header `alg` values; RS256 and ES256 when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithms: Option<Vec<String>>,
+    /// How often the JWKS is fetched again; 5 minutes when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_refresh_interval: Option<ConfigDuration>,
     pub user_id: u32,
 }
+
+/// Signature algorithms a trusted issuer may use.
+pub const TRUSTED_ISSUER_ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "ES256", "ES384"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetricsConfig {

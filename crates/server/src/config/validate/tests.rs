@@ -127,6 +127,9 @@ fn given_single_key_violations_when_validating_should_name_key_value_and_allowed
                     issuer: "i".into(),
                     audience: None,
                     jwks_url: "u".into(),
+                    key_file: None,
+                    algorithms: None,
+                    jwks_refresh_interval: None,
                     user_id: 0,
                 }]
             },

@@ -5,7 +5,8 @@
 use super::{non_empty, quoted, require};
 use crate::config::error::ConfigError;
 use crate::config::schema::{
-    CorsConfig, HttpConfig, ListenerTlsConfig, ServerConfig, WebSocketConfig,
+    CorsConfig, HttpConfig, ListenerTlsConfig, ServerConfig, TRUSTED_ISSUER_ALGORITHMS,
+    WebSocketConfig,
 };
 use std::time::Duration;
 
@@ -97,7 +98,21 @@ fn validate_http(http: &HttpConfig, warnings: &mut Vec<String>) -> Result<(), Co
     for (index, issuer) in jwt.trusted_issuers.iter().enumerate() {
         let key = |field: &str| format!("http.jwt.trusted_issuers[{index}].{field}");
         non_empty(&key("issuer"), &issuer.issuer)?;
-        non_empty(&key("jwks_url"), &issuer.jwks_url)?;
+        let key_file = issuer.key_file.as_deref().unwrap_or_default();
+        require(
+            issuer.jwks_url.is_empty() != key_file.is_empty(),
+            &key("jwks_url"),
+            quoted(&issuer.jwks_url),
+            "a non-empty URL, or an empty one with key_file set (exactly one of the two)",
+        )?;
+        for algorithm in issuer.algorithms.iter().flatten() {
+            require(
+                TRUSTED_ISSUER_ALGORITHMS.contains(&algorithm.as_str()),
+                &key("algorithms"),
+                quoted(algorithm),
+                "RS256, RS384, RS512, ES256 or ES384",
+            )?;
+        }
         require(
             issuer.user_id != 0,
             &key("user_id"),
