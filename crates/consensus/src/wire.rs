@@ -47,6 +47,10 @@
 //!                  body = one entry record, then client records
 //!  24 RequestStateChunk  144 offset  152 group  168 op (ours)  208 incarnation
 //!  25 StateChunk   144 offset  152 group  168 op (ours)  208 incarnation
+//!  30 ForwardRequest (ours)  160 group  208 incarnation  240 u128>64 nonce
+//!                  body = the forwarded op's bytes
+//!  31 ForwardReply (ours)  144 op  152 u32 code (0: committed)  160 group
+//!                  208 incarnation  240 u128>64 nonce
 //!                  body = the state bytes
 //! entry record (64 bytes, then its body)
 //!   0 op  8 u32 view  12 u32 body_len  16 parent  24 identity  32 u128 client
@@ -144,6 +148,11 @@ mod at {
         pub const LEN: usize = 176;
         pub const CHECKSUM: usize = 184;
     }
+    pub mod forward {
+        pub const OP: usize = 144;
+        pub const CODE: usize = 152;
+        pub const GROUP: usize = 160;
+    }
     /// Every partition frame but a prepare carries its incarnation here.
     pub const INCARNATION: usize = 208;
     pub const NONCE: usize = 240;
@@ -200,10 +209,13 @@ pub enum Command {
     StateTransferTarget = 23,
     RequestStateChunk = 24,
     StateChunk = 25,
+    /// Ours (replication spec §3 leaves 30 and up to implementations).
+    ForwardRequest = 30,
+    ForwardReply = 31,
 }
 
 impl Command {
-    const ALL: [Command; 14] = [
+    const ALL: [Command; 16] = [
         Command::Prepare,
         Command::PrepareOk,
         Command::Commit,
@@ -218,6 +230,8 @@ impl Command {
         Command::StateTransferTarget,
         Command::RequestStateChunk,
         Command::StateChunk,
+        Command::ForwardRequest,
+        Command::ForwardReply,
     ];
 
     pub fn from_u8(value: u8) -> Option<Command> {
@@ -242,6 +256,8 @@ impl Command {
             Message::StateTransferTarget { .. } => Command::StateTransferTarget,
             Message::RequestStateChunk { .. } => Command::RequestStateChunk,
             Message::StateChunk { .. } => Command::StateChunk,
+            Message::ForwardRequest { .. } => Command::ForwardRequest,
+            Message::ForwardReply { .. } => Command::ForwardReply,
         }
     }
 
@@ -264,6 +280,7 @@ impl Command {
             | Command::StateTransferTarget
             | Command::RequestStateChunk
             | Command::StateChunk => at::transfer::GROUP,
+            Command::ForwardRequest | Command::ForwardReply => at::forward::GROUP,
         }
     }
 
@@ -484,6 +501,14 @@ fn put_fields(message: &Message, h: &mut Header) {
             h.put_u64(transfer::OFFSET, *offset);
             h.put_u64(transfer::OP, op.0);
         }
+        Message::ForwardRequest { nonce, .. } => h.put_u128(at::NONCE, u128::from(*nonce)),
+        Message::ForwardReply {
+            nonce, op, code, ..
+        } => {
+            h.put_u128(at::NONCE, u128::from(*nonce));
+            h.put_u64(at::forward::OP, op.0);
+            h.put_u32(at::forward::CODE, *code);
+        }
     }
 }
 
@@ -520,7 +545,9 @@ fn put_body(message: &Message, out: &mut Vec<u8>) {
                 out.extend_from_slice(&op.0.to_le_bytes());
             }
         }
-        Message::StateChunk { bytes, .. } => out.extend_from_slice(bytes),
+        Message::StateChunk { bytes, .. } | Message::ForwardRequest { body: bytes, .. } => {
+            out.extend_from_slice(bytes)
+        }
         _ => {}
     }
 }
@@ -571,6 +598,7 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             | Command::StartView
             | Command::StateTransferTarget
             | Command::StateChunk
+            | Command::ForwardRequest
     ) && !body.is_empty()
     {
         return Err(malformed(command, "a body on a header-only command"));
@@ -639,6 +667,17 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             op: Op(h.u64(transfer::OP)),
             offset: h.u64(transfer::OFFSET),
             bytes: body.to_vec(),
+        },
+        Command::ForwardRequest => Message::ForwardRequest {
+            view,
+            nonce: h.u64_in_u128(at::NONCE, "nonce")?,
+            body: body.to_vec(),
+        },
+        Command::ForwardReply => Message::ForwardReply {
+            view,
+            nonce: h.u64_in_u128(at::NONCE, "nonce")?,
+            op: Op(h.u64(at::forward::OP)),
+            code: h.u32(at::forward::CODE),
         },
     })
 }
@@ -983,6 +1022,17 @@ mod tests {
                 offset: 512,
                 bytes: b"state".to_vec(),
             },
+            Message::ForwardRequest {
+                view,
+                nonce: 71,
+                body: b"register".to_vec(),
+            },
+            Message::ForwardReply {
+                view,
+                nonce: 71,
+                op: Op(12),
+                code: 58,
+            },
         ];
         frames.extend(metadata.into_iter().map(frame));
         frames
@@ -1076,7 +1126,7 @@ mod tests {
         let numbers: Vec<u8> = Command::ALL.iter().map(|c| *c as u8).collect();
         assert_eq!(
             numbers,
-            [6, 7, 9, 10, 11, 12, 17, 18, 19, 21, 22, 23, 24, 25]
+            [6, 7, 9, 10, 11, 12, 17, 18, 19, 21, 22, 23, 24, 25, 30, 31]
         );
         assert!((0..=255).filter_map(Command::from_u8).eq(Command::ALL));
     }
@@ -1174,7 +1224,7 @@ mod tests {
     #[test]
     fn given_every_variant_when_round_tripping_should_decode_the_same_frame() {
         let frames = samples();
-        assert_eq!(frames.len(), 16, "every variant, RequestStartView twice");
+        assert_eq!(frames.len(), 18, "every variant, RequestStartView twice");
         for frame in frames {
             let bytes = encode(&frame);
             assert_eq!(bytes[COMMAND_OFFSET], Command::of(&frame.message) as u8);

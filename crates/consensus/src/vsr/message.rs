@@ -180,6 +180,23 @@ pub enum Message {
         offset: u64,
         bytes: Vec<u8>,
     },
+    /// A node → its group's primary: an op a client of that node asked for
+    /// that only the primary may prepare (a session's Register or Logout,
+    /// replication spec §1); `nonce` pairs it with its reply. Not a replica
+    /// message: the node's driver handles it, the replica never sees it.
+    ForwardRequest {
+        view: View,
+        nonce: u64,
+        body: Vec<u8>,
+    },
+    /// The primary → the forwarding node: the op committed at `op` (`code`
+    /// 0), or was refused with the Iggy error `code` (nothing committed).
+    ForwardReply {
+        view: View,
+        nonce: u64,
+        op: Op,
+        code: u32,
+    },
 }
 
 impl Message {
@@ -199,7 +216,9 @@ impl Message {
             | Message::RequestStateTransfer { view }
             | Message::StateTransferTarget { view, .. }
             | Message::RequestStateChunk { view, .. }
-            | Message::StateChunk { view, .. } => *view,
+            | Message::StateChunk { view, .. }
+            | Message::ForwardRequest { view, .. }
+            | Message::ForwardReply { view, .. } => *view,
         }
     }
 }

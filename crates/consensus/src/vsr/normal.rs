@@ -93,6 +93,9 @@ impl VsrReplica {
             Message::RepairPrepare { view, entry } => {
                 self.on_repair_prepare(from, view, entry, &mut actions)
             }
+            // The node's driver answers forwarded ops; they are not the
+            // replica's (a driver that passes one on loses nothing).
+            Message::ForwardRequest { .. } | Message::ForwardReply { .. } => {}
             message @ (Message::RangeEvicted { .. }
             | Message::RequestStateTransfer { .. }
             | Message::StateTransferTarget { .. }

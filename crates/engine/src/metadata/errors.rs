@@ -113,6 +113,10 @@ pub enum MetadataError {
     /// interrupted it, or the pipeline is full); retry the same request.
     #[error("the operation is not committed yet; retry it")]
     NotCommitted,
+    /// Cluster mode: the leader refused an op this node forwarded to it,
+    /// with this Iggy error code (nothing was committed).
+    #[error("the metadata leader refused the operation (error {code})")]
+    Forwarded { code: u32 },
 }
 
 impl MetadataError {
@@ -155,6 +159,7 @@ impl MetadataError {
             E::InvalidTokenExpiry { .. } => 56,
             E::NotCommitted => 57,
             E::NotPrimary { .. } => 58,
+            E::Forwarded { code } => *code,
         }
     }
 }

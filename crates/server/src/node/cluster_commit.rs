@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use consensus::vsr::Timing;
+use consensus::vsr::message::Message;
 use consensus::wire::Frame;
 use consensus::{Op, RequestNumber, View};
 use crossfire::mpsc::{Array, bounded_async};
@@ -32,7 +33,7 @@ use engine::cluster_metadata::{Applier, ClusterMetadata, Submit};
 use engine::metadata::permissions::Permissions;
 use engine::metadata::user::UserStatus;
 use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind, UserId};
-use engine::replicated::{Effect, Placement};
+use engine::replicated::{Effect, GroupError, Placement};
 use storage::RealStorage;
 use tracing::{info, warn};
 
@@ -130,18 +131,18 @@ impl ClusterCommitter {
             nonce,
             root,
         } = start;
-        let mut root = Some(root);
         let cluster = links.cluster;
         let local = placement.identity.replica;
+        let replicas = placement.replicas;
         let applier = NodeApplier { node: node.clone() };
-        let mut group =
-            match ClusterMetadata::open(RealStorage, &dir, placement, nonce, applier).await {
-                Ok(group) => group,
-                Err(e) => fatal(&format!(
-                    "cannot open the metadata replica in {}: {e}",
-                    dir.display()
-                )),
-            };
+        let group = match ClusterMetadata::open(RealStorage, &dir, placement, nonce, applier).await
+        {
+            Ok(group) => group,
+            Err(e) => fatal(&format!(
+                "cannot open the metadata replica in {}: {e}",
+                dir.display()
+            )),
+        };
         let listener = bind_listener(listen)
             .unwrap_or_else(|e| fatal(&format!("cannot listen for replicas on {listen}: {e}")));
         let (links, inbound) =
@@ -166,117 +167,339 @@ impl ClusterCommitter {
             }
         })
         .detach();
-        let mut waiters: BTreeMap<RequestNumber, (View, TxOneshot<CommitResult>)> = BTreeMap::new();
+        let mut task = Task {
+            node,
+            group,
+            links,
+            cluster,
+            replicas,
+            tx: self.tx.clone(),
+            root: Some(root),
+            waiters: BTreeMap::new(),
+            forwards: BTreeMap::new(),
+            next_nonce: 1,
+            remote: BTreeMap::new(),
+            awaiting_apply: BTreeMap::new(),
+        };
         while let Ok(input) = rx.recv().await {
             let effects = match input {
-                Input::Tick => group.on_tick().await,
-                Input::Frame(frame) => {
-                    if frame.group != METADATA_GROUP {
-                        continue; // partition groups are not built yet
-                    }
-                    group.on_message(frame.from, frame.message).await
+                Input::Tick => {
+                    task.expire_forwards();
+                    task.group.on_tick().await
                 }
-                Input::Submit(op, reply) => {
-                    let view = group.group().replica().view();
-                    match group.submit(op, now_us()).await {
-                        Ok(Submit::Prepared { request, effects }) => {
-                            waiters.insert(request, (view, reply));
-                            Ok(effects)
-                        }
-                        Ok(Submit::Rejected(e)) => {
-                            answer(reply, Err(e), node.metadata_commit());
-                            continue;
-                        }
-                        Ok(Submit::NotPrimary { view }) => {
-                            answer(reply, Err(MetadataError::NotPrimary { view: view.0 }), 0);
-                            continue;
-                        }
-                        Ok(Submit::Busy) => {
-                            answer(reply, Err(MetadataError::NotCommitted), 0);
-                            continue;
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
+                Input::Frame(frame) => task.on_frame(frame).await,
+                Input::Submit(op, reply) => task.on_submit(op, reply).await,
             };
             let effects = effects
                 .unwrap_or_else(|e| fatal(&format!("the metadata replica's storage failed: {e}")));
-            for effect in effects {
-                match effect {
-                    Effect::Send(envelope) => {
-                        let frame = Frame {
-                            cluster,
-                            from: envelope.from,
-                            group: METADATA_GROUP,
-                            incarnation: 0,
-                            message: envelope.message,
-                        };
-                        if let Err(e) = links.send(envelope.to, &frame) {
-                            warn!(peer = envelope.to, "replica frame dropped: {e}");
-                        }
-                    }
-                    Effect::Reply {
-                        client,
-                        request,
-                        op,
-                        ..
-                    } if client == group.client() => {
-                        if let Some((_, reply)) = waiters.remove(&request) {
-                            let outcome = group
-                                .outcome(op)
-                                .cloned()
-                                .unwrap_or(Err(MetadataError::NotCommitted));
-                            answer(reply, outcome, op.0);
-                        }
-                    }
-                    Effect::Reply { .. } => {}
-                }
+            task.perform(effects);
+            task.settle();
+        }
+    }
+}
+
+/// How long a forwarded op waits for the primary's answer before the
+/// client is told to retry (57, replication spec §1).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The state of the replica task.
+struct Task {
+    node: Rc<Node>,
+    group: ClusterMetadata<RealStorage, NodeApplier>,
+    links: Links,
+    cluster: u128,
+    replicas: u8,
+    tx: MAsyncTx<Array<Input>>,
+    /// The root user to create, until the cluster has users.
+    root: Option<RootUser>,
+    /// Submissions prepared here, by request number, with their view.
+    waiters: BTreeMap<RequestNumber, (View, TxOneshot<CommitResult>)>,
+    /// Ops this node forwarded to the primary, by nonce.
+    forwards: BTreeMap<u64, (Instant, TxOneshot<CommitResult>)>,
+    next_nonce: u64,
+    /// Primary: ops forwarded by other nodes, by request number.
+    remote: BTreeMap<RequestNumber, (u8, u64)>,
+    /// Forwarded ops the primary committed, answered once applied here.
+    awaiting_apply: BTreeMap<Op, Vec<TxOneshot<CommitResult>>>,
+}
+
+impl Task {
+    fn send(&self, to: u8, message: Message) {
+        let frame = Frame {
+            cluster: self.cluster,
+            from: self.group.group().replica().id(),
+            group: METADATA_GROUP,
+            incarnation: 0,
+            message,
+        };
+        if let Err(e) = self.links.send(to, &frame) {
+            warn!(peer = to, "replica frame dropped: {e}");
+        }
+    }
+
+    /// A submission of this node's sessions. The primary prepares it; a
+    /// backup forwards a session's Register or Logout to the primary
+    /// (any node opens and ends sessions) and answers 58 to the rest.
+    async fn on_submit(
+        &mut self,
+        op: MetadataOp,
+        reply: TxOneshot<CommitResult>,
+    ) -> Result<Vec<Effect>, GroupError> {
+        let forwardable = matches!(
+            op.kind,
+            OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }
+        );
+        let mut body = Vec::new();
+        if forwardable {
+            op.encode(&mut body);
+        }
+        let view = self.group.group().replica().view();
+        match self.group.submit(op, now_us()).await? {
+            Submit::Prepared { request, effects } => {
+                self.waiters.insert(request, (view, reply));
+                return Ok(effects);
             }
-            // The group's first primary creates the root user once it has
-            // applied everything it holds (so it knows none exists).
-            let replica = group.group().replica();
-            let settled = replica.is_primary() && replica.commit_min() == replica.head();
-            if settled && root.is_some() && group.state().users().next().is_none() {
-                let user = root.take().expect("checked");
-                let op = MetadataOp {
-                    timestamp_us: 0,
-                    actor: UserId::ROOT,
-                    kind: OpKind::CreateUser {
-                        username: user.username.clone(),
-                        password_hash: user.password_hash,
-                        status: UserStatus::Active,
-                        permissions: Some(Permissions::root()),
-                    },
-                };
-                info!(username = %user.username, "creating the cluster's root user");
-                let (reply, _) = oneshot();
-                if self.tx.try_send(Input::Submit(op, reply)).is_err() {
-                    fatal("cannot queue the creation of the root user");
-                }
-            } else if settled && root.is_some() {
-                root = None; // the cluster has its users already
+            Submit::Rejected(e) => answer(reply, Err(e), self.node.metadata_commit()),
+            Submit::NotPrimary { view } if forwardable => self.forward(view, body, reply),
+            Submit::NotPrimary { view } => {
+                answer(reply, Err(MetadataError::NotPrimary { view: view.0 }), 0)
             }
-            // A primary that left its view answers what it had in flight:
-            // those ops may still commit in the next view (57).
-            let replica = group.group().replica();
-            if !waiters.is_empty() && !replica.is_primary() {
-                for (_, (_, reply)) in std::mem::take(&mut waiters) {
-                    answer(reply, Err(MetadataError::NotCommitted), 0);
-                }
-            } else {
-                let current = replica.view();
-                let stale: Vec<RequestNumber> = waiters
-                    .iter()
-                    .filter(|(_, (view, _))| *view != current)
-                    .map(|(request, _)| *request)
-                    .collect();
-                for request in stale {
-                    if let Some((_, reply)) = waiters.remove(&request) {
-                        answer(reply, Err(MetadataError::NotCommitted), 0);
+            Submit::Busy => answer(reply, Err(MetadataError::NotCommitted), 0),
+        }
+        Ok(Vec::new())
+    }
+
+    fn forward(&mut self, view: View, body: Vec<u8>, reply: TxOneshot<CommitResult>) {
+        let primary = (view.0 % u32::from(self.replicas)) as u8;
+        if primary == self.group.group().replica().id() {
+            // We are the primary-elect of a view not started yet.
+            answer(reply, Err(MetadataError::NotCommitted), 0);
+            return;
+        }
+        let nonce = self.next_nonce;
+        self.next_nonce += 1;
+        self.forwards
+            .insert(nonce, (Instant::now() + FORWARD_TIMEOUT, reply));
+        self.send(primary, Message::ForwardRequest { view, nonce, body });
+    }
+
+    async fn on_frame(&mut self, frame: Frame) -> Result<Vec<Effect>, GroupError> {
+        if frame.group != METADATA_GROUP {
+            return Ok(Vec::new()); // partition groups are not built yet
+        }
+        match frame.message {
+            Message::ForwardRequest { nonce, body, .. } => {
+                self.on_forwarded(frame.from, nonce, &body).await
+            }
+            Message::ForwardReply {
+                nonce, op, code, ..
+            } => {
+                if let Some((_, reply)) = self.forwards.remove(&nonce) {
+                    if code == 0 {
+                        self.awaiting_apply.entry(op).or_default().push(reply);
+                    } else {
+                        let view = self.group.group().replica().view();
+                        answer(reply, Err(error_of(code, view)), 0);
                     }
                 }
+                Ok(Vec::new())
+            }
+            message => self.group.on_message(frame.from, message).await,
+        }
+    }
+
+    /// Primary: another node's Register or Logout, prepared as ours; its
+    /// answer goes back once it commits.
+    async fn on_forwarded(
+        &mut self,
+        origin: u8,
+        nonce: u64,
+        body: &[u8],
+    ) -> Result<Vec<Effect>, GroupError> {
+        let view = self.group.group().replica().view();
+        let refuse = |task: &Self, code: u32| {
+            task.send(
+                origin,
+                Message::ForwardReply {
+                    view,
+                    nonce,
+                    op: Op::ZERO,
+                    code,
+                },
+            )
+        };
+        let op = match MetadataOp::decode(body) {
+            Ok(op)
+                if matches!(
+                    op.kind,
+                    OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }
+                ) =>
+            {
+                op
+            }
+            _ => {
+                warn!(
+                    peer = origin,
+                    "a forwarded op that is not a session op was refused"
+                );
+                refuse(self, MetadataError::NotCommitted.code());
+                return Ok(Vec::new());
+            }
+        };
+        match self.group.submit(op, now_us()).await? {
+            Submit::Prepared { request, effects } => {
+                self.remote.insert(request, (origin, nonce));
+                Ok(effects)
+            }
+            Submit::Rejected(e) => {
+                refuse(self, e.code());
+                Ok(Vec::new())
+            }
+            Submit::NotPrimary { .. } => {
+                refuse(self, MetadataError::NotPrimary { view: view.0 }.code());
+                Ok(Vec::new())
+            }
+            Submit::Busy => {
+                refuse(self, MetadataError::NotCommitted.code());
+                Ok(Vec::new())
             }
         }
+    }
+
+    fn perform(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Send(envelope) => self.send(envelope.to, envelope.message),
+                Effect::Reply {
+                    client,
+                    request,
+                    op,
+                    ..
+                } if client == self.group.client() => {
+                    let outcome = self
+                        .group
+                        .outcome(op)
+                        .cloned()
+                        .unwrap_or(Err(MetadataError::NotCommitted));
+                    if let Some((_, reply)) = self.waiters.remove(&request) {
+                        answer(reply, outcome, op.0);
+                    } else if let Some((origin, nonce)) = self.remote.remove(&request) {
+                        let code = outcome.as_ref().err().map_or(0, MetadataError::code);
+                        let view = self.group.group().replica().view();
+                        self.send(
+                            origin,
+                            Message::ForwardReply {
+                                view,
+                                nonce,
+                                op,
+                                code,
+                            },
+                        );
+                    }
+                }
+                Effect::Reply { .. } => {}
+            }
+        }
+    }
+
+    /// After every input: answer forwarded ops applied here, create the
+    /// root user once, and end what a primary that left its view had in
+    /// flight.
+    fn settle(&mut self) {
+        let replica = self.group.group().replica();
+        let applied = replica.commit_min();
+        while let Some(entry) = self.awaiting_apply.first_entry() {
+            if *entry.key() > applied {
+                break;
+            }
+            let (op, replies) = entry.remove_entry();
+            for reply in replies {
+                let outcome = self
+                    .group
+                    .outcome(op)
+                    .cloned()
+                    .unwrap_or(Err(MetadataError::NotCommitted));
+                answer(reply, outcome, op.0);
+            }
+        }
+        let replica = self.group.group().replica();
+        // The group's first primary creates the root user once it has
+        // applied everything it holds (so it knows none exists).
+        let settled = replica.is_primary() && replica.commit_min() == replica.head();
+        if settled && self.root.is_some() && self.group.state().users().next().is_none() {
+            let user = self.root.take().expect("checked");
+            let op = MetadataOp {
+                timestamp_us: 0,
+                actor: UserId::ROOT,
+                kind: OpKind::CreateUser {
+                    username: user.username.clone(),
+                    password_hash: user.password_hash,
+                    status: UserStatus::Active,
+                    permissions: Some(Permissions::root()),
+                },
+            };
+            info!(username = %user.username, "creating the cluster's root user");
+            let (reply, _) = oneshot();
+            if self.tx.try_send(Input::Submit(op, reply)).is_err() {
+                fatal("cannot queue the creation of the root user");
+            }
+        } else if settled && self.root.is_some() {
+            self.root = None; // the cluster has its users already
+        }
+        // A primary that left its view answers what it had in flight:
+        // those ops may still commit in the next view (57).
+        let replica = self.group.group().replica();
+        let current = replica.view();
+        let primary = replica.is_primary();
+        let stale: Vec<RequestNumber> = self
+            .waiters
+            .iter()
+            .filter(|(_, (view, _))| !primary || *view != current)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in stale {
+            if let Some((_, reply)) = self.waiters.remove(&request) {
+                answer(reply, Err(MetadataError::NotCommitted), 0);
+            }
+        }
+        if !primary {
+            for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
+                self.send(
+                    origin,
+                    Message::ForwardReply {
+                        view: current,
+                        nonce,
+                        op: Op::ZERO,
+                        code: MetadataError::NotCommitted.code(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Forwarded ops the primary did not answer in time: retry (57).
+    fn expire_forwards(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<u64> = self
+            .forwards
+            .iter()
+            .filter(|(_, (deadline, _))| *deadline <= now)
+            .map(|(nonce, _)| *nonce)
+            .collect();
+        for nonce in expired {
+            if let Some((_, reply)) = self.forwards.remove(&nonce) {
+                answer(reply, Err(MetadataError::NotCommitted), 0);
+            }
+        }
+    }
+}
+
+/// The error a forwarded op's refusal code stands for.
+fn error_of(code: u32, view: View) -> MetadataError {
+    match code {
+        57 => MetadataError::NotCommitted,
+        58 => MetadataError::NotPrimary { view: view.0 },
+        code => MetadataError::Forwarded { code },
     }
 }
 
