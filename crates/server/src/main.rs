@@ -9,6 +9,7 @@ mod metrics;
 mod node;
 mod session;
 mod shard;
+mod telemetry;
 mod transport;
 
 use std::process::ExitCode;

@@ -315,6 +315,7 @@ impl Metrics {
         self.render_traffic(&mut out);
         self.render_connections(&mut out);
         render_gauges(&mut out, gauges);
+        render_telemetry(&mut out);
         let histograms = [
             (
                 "iggy_send_latency_seconds",
@@ -427,6 +428,37 @@ fn render_gauges(out: &mut String, gauges: &Gauges) {
         family(out, name, "gauge", help);
         sample(out, name, &[], value);
     }
+}
+
+/// OpenTelemetry export health: items dropped by the full bounded queues
+/// and failed export calls (all zero while telemetry is off).
+fn render_telemetry(out: &mut String) {
+    use crate::telemetry::export_queue::{DROPPED_LOGS, DROPPED_SPANS, FAILED_EXPORTS};
+    let name = "iggy_telemetry_dropped_total";
+    family(
+        out,
+        name,
+        "counter",
+        "Spans and log records dropped because the export queue was full.",
+    );
+    sample(
+        out,
+        name,
+        &[("signal", "traces")],
+        DROPPED_SPANS.load(Ordering::Relaxed),
+    );
+    sample(
+        out,
+        name,
+        &[("signal", "logs")],
+        DROPPED_LOGS.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "iggy_telemetry_export_failures_total",
+        "OTLP export calls that failed (their batch is lost).",
+        FAILED_EXPORTS.load(Ordering::Relaxed),
+    );
 }
 
 /// A counter family with a single unlabelled sample.

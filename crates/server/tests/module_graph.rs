@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["diagnostics"],
     &["node"],
     &["metrics", "args", "notify", "cluster"],
+    &["telemetry"],
     &["config"],
 ];
 

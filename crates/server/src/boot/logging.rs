@@ -1,12 +1,17 @@
 //! Logging: stdout always, plus `<system.path>/<logging.path>/iggy-server.log`
 //! when file logging is enabled. The level comes from `RUST_LOG` when set,
-//! otherwise from `system.logging.level`.
+//! otherwise from `system.logging.level`. With telemetry on, spans and log
+//! events are also bridged to the OpenTelemetry providers (never those of
+//! the exporters' own stack, which would feed themselves).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use opentelemetry::trace::TracerProvider as _;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -18,6 +23,8 @@ pub struct LoggingOptions<'a> {
     pub rust_log: Option<&'a str>,
     /// Directory for the log file, or `None` for stdout only.
     pub file_dir: Option<&'a Path>,
+    /// The OpenTelemetry providers when `telemetry.enabled`.
+    pub telemetry: Option<&'a crate::telemetry::Telemetry>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,10 +69,22 @@ pub fn init(options: &LoggingOptions<'_>) -> Result<Option<PathBuf>, LoggingErro
         }
         None => (None, None),
     };
+    let not_internal = || filter_fn(|meta| !crate::telemetry::is_exporter_internal(meta.target()));
+    let otel_traces = options.telemetry.map(|t| {
+        tracing_opentelemetry::layer()
+            .with_tracer(t.tracer_provider.tracer(crate::telemetry::SCOPE))
+            .with_filter(not_internal())
+    });
+    let otel_logs = options.telemetry.map(|t| {
+        opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge::new(&t.logger_provider)
+            .with_filter(not_internal())
+    });
     tracing_subscriber::registry()
         .with(filter)
         .with(stdout)
         .with(file_layer)
+        .with(otel_traces)
+        .with(otel_logs)
         .init();
     Ok(path)
 }

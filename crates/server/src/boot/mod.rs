@@ -72,7 +72,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let wiped = args.fresh && data_dir::wipe(&data)?;
     let prepared = data_dir::prepare(&data)?;
     let encryption = encryption::prepare(&data, &config.system.encryption)?;
-    let log_file = start_logging(config, &data, &env)?;
+    let telemetry = crate::telemetry::start(&config.telemetry)?;
+    let log_file = start_logging(config, &data, &env, telemetry.as_ref())?;
     info!(version = env!("CARGO_PKG_VERSION"), data = %data.display(), ?prepared, log_file = ?log_file, "starting iggy-server");
     if wiped {
         warn!(
@@ -139,6 +140,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .for_each(|problem| notifier.send(&Message::Status(problem.clone())));
     info!(clean = problems.is_empty(), "stopped");
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     Ok(())
 }
 
@@ -202,6 +206,7 @@ fn start_logging(
     config: &ServerConfig,
     data: &Path,
     env: &[(String, String)],
+    telemetry: Option<&crate::telemetry::Telemetry>,
 ) -> anyhow::Result<Option<PathBuf>> {
     let logging = &config.system.logging;
     let file_dir = logging.file_enabled.then(|| data.join(&logging.path));
@@ -220,6 +225,7 @@ fn start_logging(
         rotation,
         rust_log,
         file_dir: file_dir.as_deref(),
+        telemetry,
     })?)
 }
 

@@ -100,6 +100,7 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
         ) => return call.deny(ErrorCode::ResourceNotFound),
         Err(code) => return call.deny(code),
     };
+    crate::telemetry::record_partition(addr.stream, addr.topic, addr.partition);
     let range = HEADER_SIZE + request.batch.start..HEADER_SIZE + request.batch.end;
     let (count, bytes) = (request.messages_count, range.len() as u64);
     let node = call.node();
@@ -414,6 +415,7 @@ pub async fn poll_partition(
         topic: target.topic,
         partition,
     };
+    crate::telemetry::record_partition(addr.stream, addr.topic, addr.partition);
     let op = PartitionOp::Poll {
         start: poll_start(request.strategy),
         count: request.count,

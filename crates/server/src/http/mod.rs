@@ -35,7 +35,7 @@ use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 use send_wrapper::SendWrapper;
 use server::config::HttpConfig;
-use tracing::debug;
+use tracing::{Instrument, debug};
 
 use crate::node::Shard;
 pub use auth::HttpAuth;
@@ -184,7 +184,14 @@ impl HttpApp {
         {
             return preflight;
         }
-        let mut response = self.dispatch(request, peer).await;
+        let span = crate::telemetry::http_span(request.method(), request.uri(), request.headers());
+        let mut response = self.dispatch(request, peer).instrument(span.clone()).await;
+        let status = response.status();
+        crate::telemetry::record_outcome(
+            &span,
+            !status.is_server_error() && !status.is_client_error(),
+            &status.as_u16(),
+        );
         if let (Some(cors), Some(origin)) = (&self.settings.cors, origin) {
             cors.decorate(&origin, &mut response);
         }
@@ -205,6 +212,9 @@ impl HttpApp {
         };
         let node = &self.shard.node;
         if let Some(index) = api::command_index(&route) {
+            if let Some(code) = protocol::CommandCode::ALL.get(index) {
+                crate::telemetry::record_command(&tracing::Span::current(), code.name());
+            }
             node.ctx
                 .metrics
                 .request(crate::metrics::Transport::Http, index);

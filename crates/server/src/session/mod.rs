@@ -15,7 +15,7 @@ use std::rc::Rc;
 use protocol::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
 use protocol::reply::{ReplyBuilder, eviction};
 use protocol::{CommandCode, ErrorCode, Route, route};
-use tracing::debug;
+use tracing::{Instrument, debug};
 
 use crate::handlers::{self, SessionRef};
 use crate::node::Shard;
@@ -74,7 +74,13 @@ impl Session {
             Route::Command(CommandCode::LogoutUser) => self.logout(&header).await,
             Route::Command(code) => {
                 self.count(code);
-                self.command(&header, code, frame).await
+                let span = crate::telemetry::request_span(self.transport.label(), code.name());
+                let reply = self
+                    .command(&header, code, frame)
+                    .instrument(span.clone())
+                    .await;
+                record_outcome(&span, &reply);
+                reply
             }
             Route::UnknownCode { .. } => {
                 Reply::frame(ReplyBuilder::for_request(&header).denial(ErrorCode::InvalidCommand))
@@ -135,6 +141,24 @@ impl Session {
             return Reply::frame(builder.op(bound.session).success(&[]));
         }
         Reply::frame(builder.success(&[]))
+    }
+}
+
+/// The reply's status on the request span: `ok`, the error code, or
+/// `closed` when the connection is closed without a reply.
+fn record_outcome(span: &tracing::Span, reply: &Reply) {
+    if span.is_none() {
+        return;
+    }
+    let status = reply
+        .parts
+        .first()
+        .and_then(|first| protocol::header::ReplyHeader::decode(first).ok())
+        .map(|header| header.status);
+    match status {
+        Some(0) => crate::telemetry::record_outcome(span, true, &"ok"),
+        Some(code) => crate::telemetry::record_outcome(span, false, &format!("error {code}")),
+        None => crate::telemetry::record_outcome(span, false, &"closed"),
     }
 }
 
