@@ -2,17 +2,15 @@
 //! submitted on the primary are validated, committed through VSR and
 //! applied on every replica, in order, through its applier.
 
-use std::collections::VecDeque;
 use std::path::Path;
 
-use consensus::vsr::message::Envelope;
 use consensus::vsr::{Limits, Timing};
-use storage::seam::CrashMode;
 use storage::superblock::Identity;
 use storage::{SimStorage, Storage};
 
 use super::*;
 use crate::metadata::{OpKind, UserId};
+use crate::replicated::net::Net;
 
 /// Records what it was given, as the server's shards would apply it.
 #[derive(Default)]
@@ -66,32 +64,26 @@ fn create_stream(name: &str) -> MetadataOp {
 }
 
 struct Cluster {
-    storages: Vec<SimStorage>,
-    nodes: Vec<Option<ClusterMetadata<SimStorage, Recorder>>>,
-    queue: VecDeque<Envelope>,
-    replies: Vec<(ClientId, RequestNumber, Op)>,
+    net: Net<ClusterMetadata<SimStorage, Recorder>>,
     nonce: u64,
 }
 
 impl Cluster {
     async fn start() -> Cluster {
         let mut cluster = Cluster {
-            storages: (0..3).map(|_| SimStorage::new()).collect(),
-            nodes: (0..3).map(|_| None).collect(),
-            queue: VecDeque::new(),
-            replies: Vec::new(),
+            net: Net::new(3),
             nonce: 500,
         };
         for id in 0..3 {
             cluster.open(id).await;
         }
-        cluster.tick(30).await;
+        cluster.net.tick(30).await;
         cluster
     }
 
     async fn open(&mut self, id: u8) {
         self.nonce += 1;
-        let storage = self.storages[usize::from(id)].clone();
+        let storage = self.net.storages[usize::from(id)].clone();
         storage.create_dir_all(Path::new(DIR)).await.expect("dir");
         let node = ClusterMetadata::open(
             storage,
@@ -102,68 +94,27 @@ impl Cluster {
         )
         .await
         .expect("opens");
-        self.nodes[usize::from(id)] = Some(node);
+        self.net.nodes[usize::from(id)] = Some(node);
     }
 
     fn node(&self, id: u8) -> &ClusterMetadata<SimStorage, Recorder> {
-        self.nodes[usize::from(id)].as_ref().expect("up")
-    }
-
-    fn take(&mut self, effects: Vec<Effect>) {
-        for effect in effects {
-            match effect {
-                Effect::Send(envelope) => self.queue.push_back(envelope),
-                Effect::Reply {
-                    client,
-                    request,
-                    op,
-                    ..
-                } => self.replies.push((client, request, op)),
-            }
-        }
-    }
-
-    async fn deliver(&mut self) {
-        while let Some(envelope) = self.queue.pop_front() {
-            let Some(node) = self.nodes[usize::from(envelope.to)].as_mut() else {
-                continue;
-            };
-            let effects = node
-                .on_message(envelope.from, envelope.message)
-                .await
-                .expect("storage works");
-            self.take(effects);
-        }
+        self.net.node(id)
     }
 
     async fn tick(&mut self, ticks: u32) {
-        for _ in 0..ticks {
-            for id in 0..3 {
-                if let Some(node) = self.nodes[id].as_mut() {
-                    let effects = node.on_tick().await.expect("storage works");
-                    self.take(effects);
-                }
-            }
-            self.deliver().await;
-        }
+        self.net.tick(ticks).await;
     }
 
     fn primary(&self) -> u8 {
-        (0..3u8)
-            .find(|&id| {
-                self.nodes[usize::from(id)]
-                    .as_ref()
-                    .is_some_and(|n| n.group().replica().is_primary())
-            })
-            .expect("a primary")
+        self.net.primary()
     }
 
     async fn submit(&mut self, id: u8, op: MetadataOp) -> Submit {
-        let node = self.nodes[usize::from(id)].as_mut().expect("up");
+        let node = self.net.node_mut(id);
         let submit = node.submit(op, 5_000_000).await.expect("storage works");
         if let Submit::Prepared { effects, .. } = &submit {
-            self.take(effects.clone());
-            self.deliver().await;
+            self.net.take(effects.clone());
+            self.net.deliver().await;
         }
         submit
     }
@@ -179,6 +130,7 @@ async fn given_an_op_on_the_primary_when_committed_should_apply_everywhere_and_a
     };
     let client = cluster.node(primary).client();
     let op = cluster
+        .net
         .replies
         .iter()
         .find(|r| r.0 == client && r.1 == request)
@@ -238,9 +190,7 @@ async fn given_a_restarted_replica_when_recovering_should_apply_the_history_agai
     }
     cluster.tick(5).await;
     let backup = (primary + 1) % 3;
-    cluster.nodes[usize::from(backup)] = None;
-    let survived = cluster.storages[usize::from(backup)].crash(CrashMode::Clean);
-    cluster.storages[usize::from(backup)] = survived;
+    cluster.net.power_loss(backup);
     cluster.open(backup).await;
     cluster.tick(30).await;
     assert_eq!(cluster.node(backup).applier().applied, ["a", "b", "c"]);

@@ -25,6 +25,8 @@
 //! ```
 
 #[cfg(test)]
+pub(crate) mod net;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

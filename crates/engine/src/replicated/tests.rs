@@ -2,16 +2,15 @@
 //! driver performs the real replica's actions on the real journal and
 //! superblock code, and a queue stands in for the replica links.
 
-use std::collections::VecDeque;
 use std::path::Path;
 
-use consensus::vsr::message::{Envelope, Request};
+use consensus::vsr::message::Request;
 use consensus::vsr::{Limits, Status, Timing};
 use consensus::{ClientId, Op, RequestNumber, View};
-use storage::seam::CrashMode;
 use storage::superblock::Identity;
 use storage::{SimStorage, Storage};
 
+use super::net::Net;
 use super::*;
 
 /// A state machine that keeps every body it applied, in order.
@@ -68,10 +67,7 @@ fn placement(replica: u8, limits: Limits) -> Placement {
 }
 
 struct Cluster {
-    storages: Vec<SimStorage>,
-    groups: Vec<Option<Group<SimStorage, Log>>>,
-    queue: VecDeque<Envelope>,
-    replies: Vec<(ClientId, RequestNumber, Op, Vec<u8>)>,
+    net: Net<Group<SimStorage, Log>>,
     limits: Limits,
     nonce: u64,
 }
@@ -79,10 +75,7 @@ struct Cluster {
 impl Cluster {
     async fn start(limits: Limits) -> Cluster {
         let mut cluster = Cluster {
-            storages: (0..3).map(|_| SimStorage::new()).collect(),
-            groups: (0..3).map(|_| None).collect(),
-            queue: VecDeque::new(),
-            replies: Vec::new(),
+            net: Net::new(3),
             limits,
             nonce: 100,
         };
@@ -94,7 +87,7 @@ impl Cluster {
 
     async fn open(&mut self, id: u8) {
         self.nonce += 1;
-        let storage = self.storages[usize::from(id)].clone();
+        let storage = self.net.storages[usize::from(id)].clone();
         storage.create_dir_all(Path::new(DIR)).await.expect("dir");
         let group = Group::open(
             storage,
@@ -105,60 +98,19 @@ impl Cluster {
         )
         .await
         .expect("opens");
-        self.groups[usize::from(id)] = Some(group);
+        self.net.nodes[usize::from(id)] = Some(group);
     }
 
     fn group(&self, id: u8) -> &Group<SimStorage, Log> {
-        self.groups[usize::from(id)].as_ref().expect("up")
-    }
-
-    fn take(&mut self, effects: Vec<Effect>) {
-        for effect in effects {
-            match effect {
-                Effect::Send(envelope) => self.queue.push_back(envelope),
-                Effect::Reply {
-                    client,
-                    request,
-                    op,
-                    result,
-                } => self.replies.push((client, request, op, result)),
-            }
-        }
-    }
-
-    async fn deliver(&mut self) {
-        while let Some(envelope) = self.queue.pop_front() {
-            let Some(group) = self.groups[usize::from(envelope.to)].as_mut() else {
-                continue;
-            };
-            let effects = group
-                .on_message(envelope.from, envelope.message)
-                .await
-                .expect("storage works");
-            self.take(effects);
-        }
+        self.net.node(id)
     }
 
     async fn tick(&mut self, ticks: u32) {
-        for _ in 0..ticks {
-            for id in 0..3 {
-                if let Some(group) = self.groups[id].as_mut() {
-                    let effects = group.on_tick().await.expect("storage works");
-                    self.take(effects);
-                }
-            }
-            self.deliver().await;
-        }
+        self.net.tick(ticks).await;
     }
 
     fn primary(&self) -> u8 {
-        (0..3u8)
-            .find(|&id| {
-                self.groups[usize::from(id)]
-                    .as_ref()
-                    .is_some_and(|g| g.replica().is_primary())
-            })
-            .expect("a primary")
+        self.net.primary()
     }
 
     async fn request(&mut self, client: u128, number: u64, body: &[u8]) {
@@ -168,22 +120,20 @@ impl Cluster {
             number: RequestNumber(number),
             body: body.to_vec(),
         };
-        let group = self.groups[usize::from(primary)].as_mut().expect("up");
+        let group = self.net.node_mut(primary);
         let effects = group
             .on_request(request, 1_000 * number)
             .await
             .expect("storage works")
             .expect("admitted");
-        self.take(effects);
-        self.deliver().await;
+        self.net.take(effects);
+        self.net.deliver().await;
     }
 
     /// Kills replica `id` (power loss: only synced state survives) and
     /// starts it again on what survived.
     async fn restart(&mut self, id: u8) {
-        self.groups[usize::from(id)] = None;
-        let survived = self.storages[usize::from(id)].crash(CrashMode::Clean);
-        self.storages[usize::from(id)] = survived;
+        self.net.power_loss(id);
         self.open(id).await;
     }
 }
@@ -206,7 +156,7 @@ async fn given_three_blank_replicas_when_started_should_elect_commit_and_apply_e
     }
     cluster.tick(5).await;
     assert_eq!(
-        cluster.replies.last().map(|r| (r.2, r.3.clone())),
+        cluster.net.replies.last().map(|r| (r.2, r.3.clone())),
         Some((Op(3), 3u64.to_le_bytes().to_vec())),
         "the reply carries the state machine's result"
     );
@@ -256,8 +206,8 @@ async fn given_checkpoints_when_a_replica_is_wiped_should_refill_by_state_transf
     assert!(cluster.group(primary).replica().checkpoint_op() >= Op(8));
     // Wipe a backup: a new, empty disk.
     let wiped = (primary + 1) % 3;
-    cluster.groups[usize::from(wiped)] = None;
-    cluster.storages[usize::from(wiped)] = SimStorage::new();
+    cluster.net.nodes[usize::from(wiped)] = None;
+    cluster.net.storages[usize::from(wiped)] = SimStorage::new();
     cluster.open(wiped).await;
     assert!(cluster.group(wiped).replica().is_blank());
     cluster.tick(60).await;
