@@ -703,7 +703,12 @@ mod tests {
             assert_eq!(exposition.types[*name], "gauge", "{name}");
         }
         assert_eq!(exposition.types["iggy_connections_total"], "counter");
-        assert_eq!(exposition.types.len(), 17);
+        assert_eq!(exposition.types["iggy_telemetry_dropped_total"], "counter");
+        assert_eq!(
+            exposition.types["iggy_telemetry_export_failures_total"],
+            "counter"
+        );
+        assert_eq!(exposition.types.len(), 19);
     }
 
     #[test]
