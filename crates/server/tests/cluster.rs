@@ -40,8 +40,9 @@ fn reserve_ports() -> Vec<[u16; 5]> {
         .collect()
 }
 
-fn config(ports: &[[u16; 5]]) -> String {
-    let mut text = String::from(
+fn config(ports: &[[u16; 5]], extra: &str) -> String {
+    let mut text = String::from(extra);
+    text.push_str(
         "[cluster]\nenabled = true\nname = \"test-cluster\"\nheartbeat_timeout = \"2 s\"\n\
          commit_broadcast_interval = \"250 ms\"\nview_change_status_timeout = \"2 s\"\n\n\
          [message_bus]\nreconnect_period = \"200 ms\"\n\n",
@@ -63,9 +64,9 @@ struct Node {
     http: SocketAddr,
 }
 
-fn start_cluster() -> Vec<Node> {
+fn start_cluster(extra_config: &str) -> Vec<Node> {
     let ports = reserve_ports();
-    let config = config(&ports);
+    let config = config(&ports, extra_config);
     (0..NODES)
         .map(|id| {
             let p = ports[usize::from(id)];
@@ -159,7 +160,7 @@ fn create_stream(nodes: &[Node], name: &str) -> usize {
 
 #[test]
 fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_the_leader() {
-    let mut nodes = start_cluster();
+    let mut nodes = start_cluster("");
     eventually("the root user exists on every node", || {
         nodes.iter().all(|node| try_token(node).is_some())
     });
@@ -224,4 +225,42 @@ fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_th
     eventually("the restarted node caught up", || {
         stream_names(&nodes[leader]) == ["after-failover", "orders"]
     });
+}
+
+#[test]
+fn given_metadata_checkpoints_when_a_node_restarts_should_boot_from_its_checkpoint() {
+    // 256 journal slots: a checkpoint every 192 ops.
+    let mut nodes = start_cluster("[metadata]\njournal_slots = 256\n\n");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "s-0");
+    let token = root_token(nodes[leader].http);
+    let names: Vec<String> = (1..220).map(|i| format!("s-{i}")).collect();
+    for name in &names {
+        let body = format!(r#"{{"name":"{name}"}}"#);
+        let response = request(
+            nodes[leader].http,
+            "POST",
+            "/streams",
+            Some(&token),
+            Some(body.as_bytes()),
+        );
+        assert!(matches!(response.status, 200 | 201), "{}", response.text());
+    }
+    let follower = (leader + 1) % usize::from(NODES);
+    eventually("the follower applied every stream", || {
+        stream_names(&nodes[follower]).len() == 220
+    });
+    nodes[follower].server.take().unwrap().kill();
+    let node = &mut nodes[follower];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    eventually("the restarted follower lists every stream again", || {
+        stream_names(&nodes[follower]).len() == 220
+    });
+    let log = harness::output(nodes[follower].workdir.path());
+    assert!(
+        log.contains("metadata checkpoint installed"),
+        "it booted from its checkpoint"
+    );
 }

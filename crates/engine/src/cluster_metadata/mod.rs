@@ -36,14 +36,16 @@ pub trait Applier {
     /// (`outcome`), to the node's public state.
     async fn apply(&mut self, number: Op, op: &MetadataOp, outcome: &ApplyOutcome);
     /// The state was replaced wholesale (a checkpoint at boot, or one
-    /// installed by state transfer).
-    fn restored(&mut self, state: &MetadataState);
+    /// installed by state transfer), as of the op `commit`.
+    async fn restored(&mut self, state: &MetadataState, commit: Op);
 }
 
 /// The group's state machine: our copy of the state, the applier, and the
 /// outcome of each recent op.
 pub struct Machine<A: Applier> {
     state: MetadataState,
+    /// The op `state` is as of.
+    applied: Op,
     applier: A,
     outcomes: BTreeMap<Op, Result<ApplyOutcome, MetadataError>>,
 }
@@ -56,6 +58,7 @@ impl<A: Applier> StateMachine for Machine<A> {
             .unwrap_or_else(|e| panic!("committed metadata op {op} cannot be decoded: {e}"));
         assert_eq!(decoded.timestamp_us, timestamp_us, "stamped as prepared");
         let outcome = self.state.apply(&decoded);
+        self.applied = op;
         if let Ok(applied) = &outcome {
             self.applier.apply(op, &decoded, applied).await;
         }
@@ -66,16 +69,21 @@ impl<A: Applier> StateMachine for Machine<A> {
         Vec::new()
     }
 
+    /// The op the state is as of (u64 LE), then the state.
     fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = self.applied.0.to_le_bytes().to_vec();
         self.state.encode_snapshot(&mut out);
         out
     }
 
-    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.state = MetadataState::decode_snapshot(bytes).map_err(|e| e.to_string())?;
+    async fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let (commit, state) = bytes
+            .split_first_chunk::<8>()
+            .ok_or("a metadata checkpoint without its op")?;
+        self.state = MetadataState::decode_snapshot(state).map_err(|e| e.to_string())?;
+        self.applied = Op(u64::from_le_bytes(*commit));
         self.outcomes.clear();
-        self.applier.restored(&self.state);
+        self.applier.restored(&self.state, self.applied).await;
         Ok(())
     }
 }
@@ -118,6 +126,7 @@ impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
         assert!(nonce != 0, "a boot nonce is never zero");
         let machine = Machine {
             state: MetadataState::new(),
+            applied: Op::ZERO,
             applier,
             outcomes: BTreeMap::new(),
         };

@@ -10,7 +10,22 @@ use storage::{SimStorage, Storage};
 
 use super::*;
 use crate::metadata::{OpKind, UserId};
-use crate::replicated::net::Net;
+use consensus::vsr::VsrReplica;
+use consensus::vsr::message::{Message, ReplicaId};
+
+use crate::replicated::net::{Member, Net};
+
+impl<S: Storage, A: Applier> Member for ClusterMetadata<S, A> {
+    async fn message(&mut self, from: ReplicaId, message: Message) -> Vec<Effect> {
+        self.on_message(from, message).await.expect("storage works")
+    }
+    async fn tick(&mut self) -> Vec<Effect> {
+        self.on_tick().await.expect("storage works")
+    }
+    fn replica(&self) -> &VsrReplica {
+        self.group().replica()
+    }
+}
 
 /// Records what it was given, as the server's shards would apply it.
 #[derive(Default)]
@@ -25,7 +40,7 @@ impl Applier for Recorder {
             self.applied.push(name.clone());
         }
     }
-    fn restored(&mut self, _state: &MetadataState) {
+    async fn restored(&mut self, _state: &MetadataState, _commit: Op) {
         self.restored += 1;
     }
 }
@@ -38,7 +53,7 @@ const TIMING: Timing = Timing {
 };
 const DIR: &str = "/data/cluster/metadata";
 
-fn placement(replica: u8) -> Placement {
+fn placement(replica: u8, limits: Limits) -> Placement {
     Placement {
         identity: Identity {
             cluster: 11,
@@ -49,7 +64,7 @@ fn placement(replica: u8) -> Placement {
         replicas: 3,
         created_view: View(0),
         timing: TIMING,
-        limits: Limits::default(),
+        limits,
     }
 }
 
@@ -66,13 +81,19 @@ fn create_stream(name: &str) -> MetadataOp {
 struct Cluster {
     net: Net<ClusterMetadata<SimStorage, Recorder>>,
     nonce: u64,
+    limits: Limits,
 }
 
 impl Cluster {
     async fn start() -> Cluster {
+        Cluster::start_with(Limits::default()).await
+    }
+
+    async fn start_with(limits: Limits) -> Cluster {
         let mut cluster = Cluster {
             net: Net::new(3),
             nonce: 500,
+            limits,
         };
         for id in 0..3 {
             cluster.open(id).await;
@@ -88,7 +109,7 @@ impl Cluster {
         let node = ClusterMetadata::open(
             storage,
             Path::new(DIR),
-            placement(id),
+            placement(id, self.limits),
             self.nonce,
             Recorder::default(),
         )
@@ -194,4 +215,41 @@ async fn given_a_restarted_replica_when_recovering_should_apply_the_history_agai
     cluster.open(backup).await;
     cluster.tick(30).await;
     assert_eq!(cluster.node(backup).applier().applied, ["a", "b", "c"]);
+}
+
+#[compio::test]
+async fn given_a_checkpoint_when_a_replica_restarts_should_restore_it_then_apply_the_rest() {
+    let limits = Limits {
+        checkpoint_interval: 4,
+        ..Limits::default()
+    };
+    let mut cluster = Cluster::start_with(limits).await;
+    let primary = cluster.primary();
+    let names: Vec<String> = (0..7).map(|i| format!("s{i}")).collect();
+    for name in &names {
+        cluster.submit(primary, create_stream(name)).await;
+    }
+    cluster.tick(5).await;
+    let backup = (primary + 1) % 3;
+    assert!(cluster.node(backup).group().replica().checkpoint_op() >= Op(4));
+    cluster.net.power_loss(backup);
+    cluster.open(backup).await;
+    let node = cluster.node(backup);
+    assert_eq!(
+        node.applier().restored,
+        1,
+        "the checkpoint was handed over once"
+    );
+    cluster.tick(30).await;
+    let node = cluster.node(backup);
+    let mut listed: Vec<String> = node
+        .state()
+        .streams()
+        .map(|s| s.name().to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed, names,
+        "the checkpoint's streams and those applied after it"
+    );
 }

@@ -54,7 +54,7 @@ pub trait StateMachine: Sized {
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with the one `snapshot` wrote (a checkpoint at
     /// boot, or one a state transfer installed).
-    fn restore(&mut self, bytes: &[u8]) -> Result<(), String>;
+    async fn restore(&mut self, bytes: &[u8]) -> Result<(), String>;
 }
 
 /// What the caller must do on the group's behalf.
@@ -138,9 +138,9 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             .map_err(format("a journal record"))?;
         let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
         let replies = match &snapshot {
-            Some(s) => {
-                decode_state(&mut machine, &s.state).map_err(format("the checkpoint's state"))?
-            }
+            Some(s) => decode_state(&mut machine, &s.state)
+                .await
+                .map_err(format("the checkpoint's state"))?,
             None => BTreeMap::new(),
         };
         let durable = Durable {
@@ -268,13 +268,12 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     // Verified against its checksum by the replica; a state
                     // this build cannot read is fatal before anything is
                     // written.
-                    let replies =
-                        decode_state(&mut self.machine, &snapshot.state).map_err(|reason| {
-                            GroupError::Format {
-                                what: "a transferred checkpoint's state",
-                                dir: self.dir.clone(),
-                                reason,
-                            }
+                    let replies = decode_state(&mut self.machine, &snapshot.state)
+                        .await
+                        .map_err(|reason| GroupError::Format {
+                            what: "a transferred checkpoint's state",
+                            dir: self.dir.clone(),
+                            reason,
                         })?;
                     let payload = encode_snapshot(&snapshot);
                     self.journal
@@ -396,7 +395,7 @@ fn encode_state<M: StateMachine>(
 type Replies = BTreeMap<ClientId, (Op, Vec<u8>)>;
 
 /// Restores `machine` from a checkpoint's state and returns its replies.
-fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<Replies, String> {
+async fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<Replies, String> {
     let mut reader = Reader(bytes);
     let mut replies = BTreeMap::new();
     for _ in 0..reader.u32()? {
@@ -406,6 +405,6 @@ fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<Replie
         let result = reader.take(len)?.to_vec();
         replies.insert(client, (op, result));
     }
-    machine.restore(reader.0)?;
+    machine.restore(reader.0).await?;
     Ok(replies)
 }

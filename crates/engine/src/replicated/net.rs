@@ -11,7 +11,6 @@ use storage::seam::CrashMode;
 use storage::{SimStorage, Storage};
 
 use super::{Effect, Group, StateMachine};
-use crate::cluster_metadata::{Applier, ClusterMetadata};
 
 /// A replica's driver, as the network drives it.
 #[allow(async_fn_in_trait)]
@@ -30,18 +29,6 @@ impl<S: Storage, M: StateMachine> Member for Group<S, M> {
     }
     fn replica(&self) -> &VsrReplica {
         Group::replica(self)
-    }
-}
-
-impl<S: Storage, A: Applier> Member for ClusterMetadata<S, A> {
-    async fn message(&mut self, from: ReplicaId, message: Message) -> Vec<Effect> {
-        self.on_message(from, message).await.expect("storage works")
-    }
-    async fn tick(&mut self) -> Vec<Effect> {
-        self.on_tick().await.expect("storage works")
-    }
-    fn replica(&self) -> &VsrReplica {
-        self.group().replica()
     }
 }
 

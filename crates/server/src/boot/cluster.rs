@@ -70,10 +70,11 @@ pub fn prepare(
             Duration::from(cluster.view_change_status_timeout),
             Duration::from(cluster.prepare_retransmit_interval),
         ),
-        // No metadata checkpoints yet: a running node cannot install one
-        // (see `cluster_commit`); the journal keeps every op.
+        // A checkpoint once no more than max(64, prepare depth) journal
+        // slots remain (replication spec §6.6).
         limits: Limits {
-            checkpoint_interval: u64::MAX / 4,
+            checkpoint_interval: u64::from(config.metadata.journal_slots)
+                - u64::from(config.metadata.prepare_queue_depth.max(64)),
             ..Limits::default()
         },
     };

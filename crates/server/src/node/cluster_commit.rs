@@ -39,6 +39,7 @@ use tracing::{info, warn};
 
 use super::Node;
 use super::commit::{CommitResult, broadcast, fatal};
+use super::shard_message::ShardMessage;
 use server::cluster::{LinkConfig, Links, METADATA_GROUP, bind_listener};
 
 /// The tick of every replica timer (replication spec §5.1).
@@ -539,9 +540,35 @@ impl Applier for NodeApplier {
         }
     }
 
-    fn restored(&mut self, _state: &MetadataState) {
-        // Checkpoints are off in cluster mode for now (`Limits` at boot),
-        // so no replica takes one and none is ever installed.
-        fatal("installing a metadata checkpoint into a running node is not built yet");
+    /// A checkpoint replaced the state (at boot, or by state transfer):
+    /// every shard takes it, and opens the partitions it owns there.
+    async fn restored(&mut self, state: &MetadataState, commit: Op) {
+        if let Err(e) = self.node.replace_metadata(state.clone(), commit.0).await {
+            fatal(&format!("cannot install the metadata checkpoint: {e:#}"));
+        }
+        let shared = Arc::new(state.clone());
+        let mut replaced = Vec::new();
+        for shard in 0..self.node.ctx.shard_count {
+            if shard == usize::from(self.node.shard_id) {
+                continue;
+            }
+            let (done, ack) = oneshot();
+            self.node
+                .ctx
+                .send(
+                    shard,
+                    ShardMessage::MetadataReplaced {
+                        state: shared.clone(),
+                        commit: commit.0,
+                        replaced: done,
+                    },
+                )
+                .await;
+            replaced.push(ack);
+        }
+        for ack in replaced {
+            let _ = ack.await;
+        }
+        info!(op = commit.0, "metadata checkpoint installed");
     }
 }

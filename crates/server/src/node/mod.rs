@@ -108,6 +108,54 @@ impl Node {
 
     /// Opens every partition this shard owns; shard 0 starts the committer.
     pub async fn start(self: &Rc<Self>) -> anyhow::Result<()> {
+        let opened = self.open_owned_partitions().await?;
+        if opened > 0 {
+            info!(
+                shard = self.shard_id,
+                partitions = opened,
+                "partitions opened"
+            );
+        }
+        if self.committer.is_some() {
+            compio::runtime::spawn(Committer::run(self.clone())).detach();
+        }
+        if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
+        {
+            compio::runtime::spawn(self.clone().run_token_cleaner(interval)).detach();
+        }
+        if self.committer.is_some() {
+            let timeout = self.ctx.limits.rebalancing_timeout;
+            compio::runtime::spawn(self.clone().run_revocation_timeouts(timeout)).detach();
+        }
+        if let Some(idle) = self.ctx.limits.idle_timeout {
+            compio::runtime::spawn(self.clone().run_idle_reaper(idle)).detach();
+        }
+        if let Some(interval) = self.ctx.limits.heartbeat_interval {
+            compio::runtime::spawn(self.clone().run_heartbeat_verifier(interval)).detach();
+        }
+        if let Some(interval) = self.ctx.limits.cleaner_interval {
+            compio::runtime::spawn(self.clone().run_cleaner(interval)).detach();
+        }
+        Ok(())
+    }
+
+    /// Replaces this shard's metadata replica wholesale with `state`, as of
+    /// the op `commit` (a cluster node's metadata checkpoint), and opens
+    /// the partitions it lists that this shard owns.
+    pub(crate) async fn replace_metadata(
+        &self,
+        state: MetadataState,
+        commit: u64,
+    ) -> anyhow::Result<()> {
+        *self.metadata.borrow_mut() = state;
+        self.mark_applied(commit);
+        self.open_owned_partitions().await?;
+        Ok(())
+    }
+
+    /// Opens the partitions the metadata lists that this shard owns and
+    /// has not opened yet; returns how many it opened.
+    async fn open_owned_partitions(&self) -> anyhow::Result<usize> {
         let owned: Vec<(
             PartitionAddr,
             engine::metadata::topic::options::TopicOptions,
@@ -133,7 +181,11 @@ impl Node {
                 .filter(|(addr, _, _)| self.owns(addr.ns()))
                 .collect()
         };
+        let mut opened = 0;
         for (addr, options, purge_generation) in &owned {
+            if self.partitions.borrow().contains_key(&addr.ns()) {
+                continue;
+            }
             self.open_partition(*addr, options, *purge_generation)
                 .await
                 .map_err(|e| {
@@ -144,35 +196,9 @@ impl Node {
                         addr.partition
                     )
                 })?;
+            opened += 1;
         }
-        if !owned.is_empty() {
-            info!(
-                shard = self.shard_id,
-                partitions = owned.len(),
-                "partitions opened"
-            );
-        }
-        if self.committer.is_some() {
-            compio::runtime::spawn(Committer::run(self.clone())).detach();
-        }
-        if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
-        {
-            compio::runtime::spawn(self.clone().run_token_cleaner(interval)).detach();
-        }
-        if self.committer.is_some() {
-            let timeout = self.ctx.limits.rebalancing_timeout;
-            compio::runtime::spawn(self.clone().run_revocation_timeouts(timeout)).detach();
-        }
-        if let Some(idle) = self.ctx.limits.idle_timeout {
-            compio::runtime::spawn(self.clone().run_idle_reaper(idle)).detach();
-        }
-        if let Some(interval) = self.ctx.limits.heartbeat_interval {
-            compio::runtime::spawn(self.clone().run_heartbeat_verifier(interval)).detach();
-        }
-        if let Some(interval) = self.ctx.limits.cleaner_interval {
-            compio::runtime::spawn(self.clone().run_cleaner(interval)).detach();
-        }
-        Ok(())
+        Ok(opened)
     }
 
     /// Flushes and closes every owned partition, and syncs the journal.

@@ -41,6 +41,13 @@ pub enum ShardMessage {
         commit: u64,
         applied: TxOneshot<()>,
     },
+    /// From shard 0 of a cluster node: replace the metadata replica with
+    /// this checkpoint's state, as of `commit`, then signal `replaced`.
+    MetadataReplaced {
+        state: Arc<engine::metadata::MetadataState>,
+        commit: u64,
+        replaced: TxOneshot<()>,
+    },
     /// To a partition's owner: run this partition operation.
     Partition(PartitionCall),
 }

@@ -309,6 +309,20 @@ async fn shard_main(start: ShardStart) -> Option<String> {
                 shard.node.apply_committed(&op, commit).await;
                 applied.send(());
             }
+            ShardMessage::MetadataReplaced {
+                state,
+                commit,
+                replaced,
+            } => {
+                if let Err(e) = shard.node.replace_metadata((*state).clone(), commit).await {
+                    error!(
+                        shard = shard.node.shard_id,
+                        "replacing the metadata failed: {e:#}"
+                    );
+                    std::process::exit(70);
+                }
+                replaced.send(());
+            }
             ShardMessage::Partition(call) => {
                 shard_state::note_activity();
                 shard.node.serve_partition_call(call)
