@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use consensus::vsr::message::Entry;
-use consensus::{ClientId, Op, RequestNumber};
+use consensus::vsr::message::{Entry, Message};
+use consensus::{ClientId, Op, RequestNumber, View};
 
 use crate::app::{GroupId, Metadata, State};
 
@@ -51,6 +51,13 @@ pub struct Checker {
     /// group acknowledged (PrepareOk) and has not since given up by
     /// adopting a view's log without it, across its crashes.
     prepared_ok: BTreeMap<(u8, GroupId), BTreeMap<Op, u64>>,
+    /// §9 (3): the replica that sent Prepares in each (group, view), and
+    /// the one identity prepared at each (group, view, op).
+    primaries: BTreeMap<(GroupId, View), u8>,
+    prepared: BTreeMap<(GroupId, View, Op), u64>,
+    /// §9 (1): the highest view each replica stamped on a view-scoped
+    /// frame, across its restarts (a lost superblock write shows here).
+    stamped: BTreeMap<(u8, GroupId), View>,
 }
 
 impl Checker {
@@ -185,6 +192,65 @@ impl Checker {
                 "{what}: replica {replica} holds state of {group:?} at {op:?}, which never committed"
             ))),
         }
+    }
+
+    /// A replica sent `message` in `group`: at most one primary acts per
+    /// view, at most one identity is prepared per (view, op), and no
+    /// view-scoped frame goes back below a view the replica stamped before
+    /// (replication spec §9 (1), (3)).
+    pub fn sent(
+        &mut self,
+        replica: u8,
+        group: GroupId,
+        message: &Message,
+    ) -> Result<(), Violation> {
+        if let Message::Prepare { view, entry, .. } = message {
+            if let Some(&other) = self.primaries.get(&(group, *view))
+                && other != replica
+            {
+                return Err(Violation(format!(
+                    "one primary per view: replicas {other} and {replica} both prepared in {view:?} of {group:?}"
+                )));
+            }
+            self.primaries.insert((group, *view), replica);
+            let key = (group, *view, entry.op);
+            match self.prepared.get(&key) {
+                Some(&identity) if identity != entry.identity => {
+                    return Err(Violation(format!(
+                        "one prepare per (view, op): {key:?} prepared as {identity:x} and as {:x}",
+                        entry.identity
+                    )));
+                }
+                _ => {
+                    self.prepared.insert(key, entry.identity);
+                }
+            }
+        }
+        let view_scoped = matches!(
+            message,
+            Message::Prepare { .. }
+                | Message::PrepareOk { .. }
+                | Message::Commit { .. }
+                | Message::DoViewChange { .. }
+                | Message::StartView { .. }
+        );
+        if view_scoped {
+            let view = message.view();
+            let highest = self.stamped.entry((replica, group)).or_default();
+            if view < *highest {
+                return Err(Violation(format!(
+                    "views never go back: replica {replica} stamped {view:?} on a frame of {group:?} after {highest:?}"
+                )));
+            }
+            *highest = view;
+        }
+        Ok(())
+    }
+
+    /// A replica's disk was wiped: it forgot the views it stamped (a blank
+    /// replica adopts a view before it stamps any frame).
+    pub fn wiped(&mut self, replica: u8) {
+        self.stamped.retain(|(r, _), _| *r != replica);
     }
 
     /// A replica acknowledged `op` (with `identity`) in `group`.

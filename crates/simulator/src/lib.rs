@@ -385,6 +385,7 @@ impl Cluster {
         let disk = node.disks.entry(group).or_default();
         match action {
             Action::Send(envelope) => {
+                self.checker.sent(id, group, &envelope.message)?;
                 match &envelope.message {
                     Message::PrepareOk { op, identity, .. } => {
                         self.checker.prepare_ok(id, group, *op, *identity)
@@ -704,6 +705,7 @@ impl Cluster {
         let may_wipe = self.options.replicas > 2;
         if may_wipe && self.fault_rng.chance(self.faults.wipe_on_crash_per_million) {
             self.nodes[usize::from(id)].wipe();
+            self.checker.wiped(id);
             self.note(&format!("wipe {id}"));
         } else if self
             .fault_rng
