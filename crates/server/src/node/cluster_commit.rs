@@ -6,15 +6,16 @@
 //! shard 0's public state, then every other shard, before the next one;
 //! the submitter is answered once its op is applied everywhere here.
 //!
-//! On a node that does not lead the metadata group a submission is
-//! answered `NotPrimary` (code 58: nothing was recorded). A submission
-//! whose primary left its view before the op committed is answered
-//! `NotCommitted` (57: the op may still commit in the next view).
+//! On a node that does not lead the metadata group a session's Register
+//! or Logout is forwarded to the primary (any node opens sessions); any
+//! other submission is answered `NotPrimary` (code 58: nothing was
+//! recorded). A submission whose primary left its view before the op
+//! committed is answered `NotCommitted` (57: the op may still commit in
+//! the next view). A metadata checkpoint (at boot, or installed by state
+//! transfer) replaces the state on every shard.
 //!
 //! Not built yet: partition groups (partition data stays local to each
-//! node), forwarding Register/Logout from followers, cached replies across
-//! failover, metadata checkpoints (the journal grows; a wiped node refills
-//! by repair from op 1).
+//! node) and cached replies across failover (a 57 is retried as a new op).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
