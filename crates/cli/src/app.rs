@@ -11,7 +11,7 @@ use crate::credentials::{self, Credentials, PromptPolicy, Resolver};
 use crate::error::CliError;
 use crate::output::Out;
 use crate::secrets::SecretStore;
-use crate::settings::{self, Settings};
+use crate::settings::{self, Settings, UrlConfig};
 use iggy::prelude::{
     Aes256GcmEncryptor, Args, ClientProviderConfig, EncryptorKind, IggyClient, TransportProtocol,
     UserClient, client_provider,
@@ -62,7 +62,22 @@ pub async fn run(cli: Cli, out: &Out) -> Result<(), CliError> {
     if let Err(e) = store.status() {
         credentials::warn(&format!("keyring backend unavailable: {e}"));
     }
-    let state = ContextState::load(home)?;
+    // §8 #15: the `context` commands read a broken contexts.toml section by
+    // section and ignore an `.active_context` naming a missing context, so
+    // they can repair both; every other command keeps failing.
+    let repairing = matches!(command, Command::Context(_));
+    let state = if repairing {
+        let state = ContextState::load_lenient(home);
+        for (name, cause) in &state.broken {
+            credentials::warn(&format!(
+                "contexts.toml: context '{name}' cannot be read ({cause}); \
+                 `iggy context delete {name}` removes it"
+            ));
+        }
+        state
+    } else {
+        ContextState::load(home)?
+    };
     let name = global
         .context
         .clone()
@@ -72,7 +87,12 @@ pub async fn run(cli: Cli, out: &Out) -> Result<(), CliError> {
                 .filter(|v| !v.is_empty())
         })
         .unwrap_or_else(|| state.active.clone());
-    let settings = settings::merge(&global, state.get(&name)?);
+    let empty = context::ContextTable::new();
+    let table = match state.get(&name) {
+        Err(_) if repairing => &empty,
+        other => other?,
+    };
+    let settings = settings::merge(&global, table)?;
     let policy = PromptPolicy {
         no_input: global.no_input || std::env::var("IGGY_CLI_NO_INPUT").is_ok_and(|v| v == "1"),
         password_stdin: global.password_stdin,
@@ -119,10 +139,20 @@ async fn connected(
     } else {
         None
     };
-    let client = connect(&settings.args).await?;
-    if let Some(credentials) = &credentials {
-        credentials::login(&client, credentials, store, server.as_deref()).await?;
-    }
+    let client = match settings.connect_timeout {
+        None => connect_and_login(settings, credentials.as_ref(), store, server.as_deref()).await?,
+        Some(deadline) => tokio::time::timeout(
+            deadline,
+            connect_and_login(settings, credentials.as_ref(), store, server.as_deref()),
+        )
+        .await
+        .map_err(|_| {
+            CliError::tool(format!(
+                "could not connect and log in within {}",
+                humantime::format_duration(deadline)
+            ))
+        })??,
+    };
     let run = Run {
         client: &client,
         out,
@@ -137,9 +167,23 @@ async fn connected(
     result
 }
 
+async fn connect_and_login(
+    settings: &Settings,
+    credentials: Option<&Credentials>,
+    store: &SecretStore,
+    server: Option<&str>,
+) -> Result<IggyClient, CliError> {
+    let client = connect(settings).await?;
+    if let Some(credentials) = credentials {
+        credentials::login(&client, credentials, store, server).await?;
+    }
+    Ok(client)
+}
+
 /// Validates the encryption key, builds the transport from the SDK's own
 /// configuration and connects (TCP, QUIC and WebSocket connect up front).
-pub async fn connect(args: &Args) -> Result<IggyClient, CliError> {
+pub async fn connect(settings: &Settings) -> Result<IggyClient, CliError> {
+    let args = &settings.args;
     let encryptor = if args.encryption_key.is_empty() {
         None
     } else {
@@ -147,12 +191,42 @@ pub async fn connect(args: &Args) -> Result<IggyClient, CliError> {
             .map_err(|_| CliError::tool("Invalid encryption key provided"))?;
         Some(Arc::new(EncryptorKind::Aes256Gcm(key)))
     };
-    let config = ClientProviderConfig::from_args_set_autologin(args.clone(), false)
+    let mut config = ClientProviderConfig::from_args_set_autologin(args.clone(), false)
         .map_err(|e| CliError::Client(format!("{e:?}")))?;
+    apply_overrides(settings, &mut config);
     let raw = client_provider::get_raw_client(Arc::new(config), true)
         .await
         .map_err(|e| CliError::Client(format!("{e:?}")))?;
     Ok(IggyClient::create(raw, None, encryptor))
+}
+
+/// What the SDK's `from_args` cannot express: the `--url` configuration,
+/// an unvalidated TCP certificate and a connect deadline without retries.
+fn apply_overrides(settings: &Settings, config: &mut ClientProviderConfig) {
+    match settings.url.clone() {
+        Some(UrlConfig::Tcp(c)) => config.tcp = Some(Arc::new(c)),
+        Some(UrlConfig::Quic(c)) => config.quic = Some(Arc::new(c)),
+        Some(UrlConfig::Http(c)) => config.http = Some(Arc::new(c)),
+        Some(UrlConfig::WebSocket(c)) => config.websocket = Some(Arc::new(c)),
+        None => {}
+    }
+    if settings.tcp_tls_insecure
+        && let Some(tcp) = &config.tcp
+    {
+        credentials::warn(
+            "--tcp-tls-insecure: the server's TLS certificate is NOT validated; \
+             anyone on the path can read and change this connection",
+        );
+        let mut tcp = (**tcp).clone();
+        tcp.tls_validate_certificate = false;
+        config.tcp = Some(Arc::new(tcp));
+    }
+    if !settings.args.websocket_tls_validate_certificate && settings.args.transport == "ws" {
+        credentials::warn(
+            "--websocket-tls-insecure: the server's TLS certificate is NOT validated; \
+             anyone on the path can read and change this connection",
+        );
+    }
 }
 
 /// Whether the credentials came from the stored session.

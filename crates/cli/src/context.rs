@@ -169,6 +169,9 @@ pub struct ContextState {
     pub dir: PathBuf,
     pub contexts: BTreeMap<String, ContextTable>,
     pub active: String,
+    /// Sections of a broken `contexts.toml` that could not be read (§8 #15,
+    /// lenient loading for the `context` commands only): name and cause.
+    pub broken: BTreeMap<String, String>,
 }
 
 /// `$IGGY_HOME`, else `~/.iggy`.
@@ -193,7 +196,40 @@ impl ContextState {
             dir,
             contexts,
             active,
+            broken: BTreeMap::new(),
         })
+    }
+
+    /// §8 #15: like `load`, but a broken `contexts.toml` is read section by
+    /// section; the readable contexts are kept and the others listed in
+    /// `broken`, so `context` commands can repair the file.
+    pub fn load_lenient(dir: PathBuf) -> Self {
+        if let Ok(state) = Self::load(dir.clone()) {
+            return state;
+        }
+        let text = std::fs::read_to_string(dir.join(CONTEXTS_FILE)).unwrap_or_default();
+        let (mut contexts, broken) = salvage(&text);
+        contexts.entry(DEFAULT_CONTEXT.to_owned()).or_default();
+        let active = match std::fs::read_to_string(dir.join(ACTIVE_FILE)) {
+            Ok(text) => text.trim().to_owned(),
+            Err(_) => DEFAULT_CONTEXT.to_owned(),
+        };
+        Self {
+            dir,
+            contexts,
+            active,
+            broken,
+        }
+    }
+
+    /// A copy with other contexts (for writing).
+    pub fn with_contexts(&self, contexts: BTreeMap<String, ContextTable>) -> Self {
+        Self {
+            dir: self.dir.clone(),
+            contexts,
+            active: self.active.clone(),
+            broken: self.broken.clone(),
+        }
     }
 
     /// The table of a context that must exist.
@@ -204,10 +240,25 @@ impl ContextState {
     pub fn write_contexts(&self) -> Result<(), CliError> {
         let path = self.dir.join(CONTEXTS_FILE);
         std::fs::create_dir_all(&self.dir).map_err(|e| write_error(&path, e))?;
+        if !self.broken.is_empty() || self.had_unreadable_file() {
+            // Rewriting drops what could not be read; keep the old file.
+            let backup = self.dir.join(format!("{CONTEXTS_FILE}.bak"));
+            std::fs::copy(&path, &backup).map_err(|e| write_error(&backup, e))?;
+            restrict_mode(&backup);
+            crate::credentials::warn(&format!(
+                "contexts.toml was broken; the previous file is kept as {}",
+                backup.display()
+            ));
+        }
         std::fs::write(&path, render_contexts(&self.contexts))
             .map_err(|e| write_error(&path, e))?;
         restrict_mode(&path);
         Ok(())
+    }
+
+    fn had_unreadable_file(&self) -> bool {
+        let path = self.dir.join(CONTEXTS_FILE);
+        path.exists() && read_contexts(&path).is_err()
     }
 
     pub fn write_active(&self, name: &str) -> Result<(), CliError> {
@@ -254,6 +305,51 @@ fn read_contexts(path: &Path) -> Result<BTreeMap<String, ContextTable>, CliError
     }
     contexts.entry(DEFAULT_CONTEXT.to_owned()).or_default();
     Ok(contexts)
+}
+
+/// Splits a broken file at its `[table]` headers and reads each section on
+/// its own: (readable contexts, unreadable section name -> cause). Text
+/// before the first header is named `(top of file)`.
+fn salvage(text: &str) -> (BTreeMap<String, ContextTable>, BTreeMap<String, String>) {
+    let mut sections: Vec<(Option<String>, String)> = vec![(None, String::new())];
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') && !trimmed.starts_with("[[") {
+            sections.push((Some(header_name(trimmed)), String::new()));
+        }
+        if let Some((_, body)) = sections.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    let mut good = BTreeMap::new();
+    let mut broken = BTreeMap::new();
+    for (name, body) in sections {
+        if name.is_none() && body.trim().is_empty() {
+            continue;
+        }
+        let name = name.unwrap_or_else(|| "(top of file)".to_owned());
+        match parse_contexts(&body) {
+            Ok(contexts) if !contexts.is_empty() => good.extend(contexts),
+            Ok(_) => {
+                broken.insert(name, "not a context table".to_owned());
+            }
+            Err(cause) => {
+                broken.insert(name, cause);
+            }
+        }
+    }
+    (good, broken)
+}
+
+/// The name in a `[name]` header line, unquoted when it parses as TOML.
+fn header_name(line: &str) -> String {
+    let header = line.split(']').next().unwrap_or(line);
+    let inner = header.trim_start_matches('[').trim();
+    match format!("[{inner}]\n").parse::<toml::Table>() {
+        Ok(t) if t.len() == 1 => t.keys().next().cloned().unwrap_or_default(),
+        _ => inner.to_owned(),
+    }
 }
 
 fn parse_contexts(text: &str) -> Result<BTreeMap<String, ContextTable>, String> {
@@ -336,6 +432,14 @@ mod tests {
             render_contexts(&contexts),
             "[default]\n\n[prod]\nusername = \"admin\"\npassword = \"secret\"\ntransport = \"tcp\"\ntcp_server_address = \"10.0.0.1:8090\"\nzzz = 5\n\n[\"żółw\"]\n"
         );
+    }
+
+    #[test]
+    fn given_broken_file_when_salvaged_should_keep_readable_contexts() {
+        let text = "[prod]\nusername = \"a\"\n\n[bad]\ntcp_tls_enabled = \"yes\"\n\n[\"x y\"]\nport = = 1\n";
+        let (good, broken) = salvage(text);
+        assert_eq!(good.keys().collect::<Vec<_>>(), ["prod"]);
+        assert_eq!(broken.keys().collect::<Vec<_>>(), ["bad", "x y"]);
     }
 
     #[test]

@@ -58,6 +58,7 @@ fn main() -> ExitCode {
         quiet: cli.global.quiet,
         format: app::output_format(&cli.global),
         strict: cli.global.strict,
+        lines_to_stderr: std::cell::Cell::new(false),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

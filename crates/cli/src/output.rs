@@ -14,6 +14,9 @@ pub struct Out {
     pub quiet: bool,
     pub format: OutputFormat,
     pub strict: bool,
+    /// §9.3: while messages are formatted, the `Executing`/`Polled` lines go
+    /// to stderr (still suppressed by `-q`).
+    pub lines_to_stderr: std::cell::Cell<bool>,
 }
 
 impl Out {
@@ -28,7 +31,12 @@ impl Out {
     /// An ordinary text line: escaped like the reference's log formatter,
     /// suppressed by `-q` and by the JSON modes.
     pub fn line(&self, text: impl AsRef<str>) {
-        if self.is_text() && !self.quiet {
+        if !self.is_text() || self.quiet {
+            return;
+        }
+        if self.lines_to_stderr.get() {
+            eprintln!("{}", escape_controls(text.as_ref()));
+        } else {
             write_stdout(&escape_controls(text.as_ref()));
         }
     }
@@ -37,6 +45,18 @@ impl Out {
     pub fn line_raw(&self, text: impl AsRef<str>) {
         if self.is_text() && !self.quiet {
             write_stdout(text.as_ref());
+        }
+    }
+
+    /// Formatted message output (§9.3): written even with `-q`.
+    pub fn bytes(&self, bytes: &[u8]) {
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(bytes)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            std::process::exit(0);
         }
     }
 

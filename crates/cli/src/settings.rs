@@ -6,7 +6,15 @@
 use crate::args::GlobalArgs;
 use crate::context::ContextTable;
 use crate::error::CliError;
-use iggy::prelude::Args;
+use iggy::prelude::{
+    Args, AutoLogin, Credentials, HttpClientConfig, QuicClientConfig, TcpClientConfig,
+    TransportProtocol, WebSocketClientConfig,
+};
+use iggy_common::{
+    ConnectionString, ConnectionStringUtils, HttpConnectionStringOptions,
+    QuicConnectionStringOptions, TcpConnectionStringOptions, WebSocketConnectionStringOptions,
+};
+use secrecy::ExposeSecret;
 
 /// Credentials as merged per field; `explicit` marks those typed on the command line.
 #[derive(Debug, Default, Clone)]
@@ -21,6 +29,21 @@ pub struct CredentialFields {
 pub struct Settings {
     pub args: Args,
     pub credentials: CredentialFields,
+    /// `--url` (§9.7): the transport configuration the SDK built from it.
+    pub url: Option<UrlConfig>,
+    /// `--tcp-tls-insecure` / `--websocket-tls-insecure` (§9.9).
+    pub tcp_tls_insecure: bool,
+    pub connect_timeout: Option<std::time::Duration>,
+}
+
+/// A transport configuration built by the SDK from a connection string,
+/// with its auto-login turned off (the CLI logs in itself).
+#[derive(Debug, Clone)]
+pub enum UrlConfig {
+    Tcp(TcpClientConfig),
+    Quic(QuicClientConfig),
+    Http(HttpClientConfig),
+    WebSocket(WebSocketClientConfig),
 }
 
 fn env(name: &str) -> Option<String> {
@@ -55,7 +78,7 @@ impl Layers<'_> {
     }
 }
 
-pub fn merge(global: &GlobalArgs, ctx: &ContextTable) -> Settings {
+pub fn merge(global: &GlobalArgs, ctx: &ContextTable) -> Result<Settings, CliError> {
     let l = Layers { ctx };
     let mut a = Args::default();
     let transport = l.text(&global.transport, Some("IGGY_CLI_TRANSPORT"), "transport");
@@ -133,10 +156,102 @@ pub fn merge(global: &GlobalArgs, ctx: &ContextTable) -> Settings {
             "websocket_reconnection_interval",
         ),
     );
-    Settings {
+    a.tcp_tls_ca_file = l.text(&global.tcp_tls_ca_file, None, "tcp_tls_ca_file");
+    a.websocket_tls_enabled = l.flag(global.websocket_tls_enabled, "websocket_tls_enabled");
+    set(
+        &mut a.websocket_tls_domain,
+        l.text(&global.websocket_tls_domain, None, "websocket_tls_domain"),
+    );
+    a.websocket_tls_ca_file = l.text(&global.websocket_tls_ca_file, None, "websocket_tls_ca_file");
+    a.websocket_tls_validate_certificate =
+        !l.flag(global.websocket_tls_insecure, "websocket_tls_insecure");
+    let mut credentials = merge_credentials(global, &l);
+    let url = match global.url.clone().or_else(|| env("IGGY_CLI_URL")) {
+        Some(text) => Some(apply_url(&text, &mut a, &mut credentials, global)?),
+        None => None,
+    };
+    Ok(Settings {
         args: a,
-        credentials: merge_credentials(global, &l),
+        credentials,
+        url,
+        tcp_tls_insecure: l.flag(global.tcp_tls_insecure, "tcp_tls_insecure"),
+        connect_timeout: global.connect_timeout,
+    })
+}
+
+fn invalid_url() -> CliError {
+    CliError::Client("InvalidConnectionString".to_owned())
+}
+
+/// Parses a connection string with the SDK: the transport and address it
+/// names replace the merged ones, its credentials count as typed on the
+/// command line unless `-u`/`-t`/`-n` were.
+fn apply_url(
+    text: &str,
+    a: &mut Args,
+    credentials: &mut CredentialFields,
+    global: &GlobalArgs,
+) -> Result<UrlConfig, CliError> {
+    let protocol = ConnectionStringUtils::parse_protocol(text).map_err(|_| invalid_url())?;
+    // The SDK parses `iggy+tcp://…` after the prefix; `iggy://` is TCP.
+    let (config, login) = match protocol {
+        TransportProtocol::Tcp => {
+            let cs = ConnectionString::<TcpConnectionStringOptions>::new(text)
+                .map_err(|_| invalid_url())?;
+            let login = cs.auto_login().clone();
+            let mut c = TcpClientConfig::from(cs);
+            c.auto_login = AutoLogin::Disabled;
+            a.transport = "tcp".into();
+            a.tcp_server_address = c.server_address.clone();
+            (UrlConfig::Tcp(c), login)
+        }
+        TransportProtocol::Quic => {
+            let cs = ConnectionString::<QuicConnectionStringOptions>::new(text)
+                .map_err(|_| invalid_url())?;
+            let login = cs.auto_login().clone();
+            let mut c = QuicClientConfig::from(cs);
+            c.auto_login = AutoLogin::Disabled;
+            a.transport = "quic".into();
+            a.quic_server_address = c.server_address.clone();
+            (UrlConfig::Quic(c), login)
+        }
+        TransportProtocol::Http => {
+            let cs = ConnectionString::<HttpConnectionStringOptions>::new(text)
+                .map_err(|_| invalid_url())?;
+            let login = cs.auto_login().clone();
+            let c = HttpClientConfig::from(cs);
+            a.transport = "http".into();
+            a.http_api_url = c.api_url.clone();
+            (UrlConfig::Http(c), login)
+        }
+        TransportProtocol::WebSocket => {
+            let cs = ConnectionString::<WebSocketConnectionStringOptions>::new(text)
+                .map_err(|_| invalid_url())?;
+            let login = cs.auto_login().clone();
+            let mut c = WebSocketClientConfig::from(cs);
+            c.auto_login = AutoLogin::Disabled;
+            a.transport = "ws".into();
+            a.websocket_server_address = c.server_address.clone();
+            (UrlConfig::WebSocket(c), login)
+        }
+    };
+    let typed = global.username.is_some() || global.token.is_some() || global.token_name.is_some();
+    if !typed && let AutoLogin::Enabled(login) = login {
+        *credentials = match login {
+            Credentials::UsernamePassword(user, password) => CredentialFields {
+                username: Some(user),
+                password: Some(password.expose_secret().to_owned()),
+                explicit: true,
+                ..CredentialFields::default()
+            },
+            Credentials::PersonalAccessToken(token) => CredentialFields {
+                token: Some(token.expose_secret().to_owned()),
+                explicit: true,
+                ..CredentialFields::default()
+            },
+        };
     }
+    Ok(config)
 }
 
 fn merge_quic(l: &Layers, g: &GlobalArgs, a: &mut Args) {

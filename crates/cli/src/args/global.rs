@@ -230,6 +230,43 @@ pub struct GlobalArgs {
     /// [addition] Read the password from the first line of stdin
     #[arg(long, action = ArgAction::SetTrue, conflicts_with = "password")]
     pub password_stdin: bool,
+
+    /// [addition] Connection string of the SDK (iggy://user:pass@host:port?tls=true,
+    /// iggy+quic://…, iggy+http://…, iggy+ws://…): transport, address,
+    /// credentials and TLS options in one; env IGGY_CLI_URL
+    #[arg(long)]
+    pub url: Option<String>,
+
+    /// [addition] Deadline for connecting and logging in (e.g. 5s), instead of
+    /// the reconnection retry loop
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub connect_timeout: Option<std::time::Duration>,
+
+    /// [addition] PEM file with the CA certificate(s) that sign the server's
+    /// TCP TLS certificate
+    #[arg(long)]
+    pub tcp_tls_ca_file: Option<String>,
+
+    /// [addition] Do not validate the server's TCP TLS certificate (insecure)
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub tcp_tls_insecure: bool,
+
+    /// [addition] Flag to enable TLS (wss) for the WebSocket transport
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub websocket_tls_enabled: bool,
+
+    /// [addition] The TLS domain for the WebSocket transport
+    #[arg(long)]
+    pub websocket_tls_domain: Option<String>,
+
+    /// [addition] PEM file with the CA certificate(s) that sign the server's
+    /// WebSocket TLS certificate
+    #[arg(long)]
+    pub websocket_tls_ca_file: Option<String>,
+
+    /// [addition] Do not validate the server's WebSocket TLS certificate (insecure)
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub websocket_tls_insecure: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -14,6 +14,10 @@ pub enum MessageAction {
     /// Poll messages from given topic ID and given stream ID
     #[command(visible_alias = "p")]
     Poll(PollArgs),
+    /// [addition] Consume messages continuously, as a regular consumer or a
+    /// consumer-group member
+    #[command(visible_alias = "c")]
+    Consume(ConsumeArgs),
     /// Flush messages from given topic ID and given stream ID (unsupported by some servers)
     #[command(visible_alias = "f")]
     Flush {
@@ -132,6 +136,130 @@ pub struct PollArgs {
     /// [addition] Wait between empty polls with --follow
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pub poll_interval: std::time::Duration,
+    /// [addition] Poll once as a member of this consumer group (joins it,
+    /// polls, leaves); the partition must be one the group assigns to us
+    #[arg(long, value_parser = parse::identifier, conflicts_with = "consumer")]
+    pub consumer_group: Option<Identifier>,
+    #[command(flatten)]
+    pub format: MessageOutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PayloadEncoding {
+    Utf8,
+    Hex,
+    Base64,
+}
+
+/// [addition] §9.3: how each polled or consumed message is printed.
+#[derive(Debug, Clone, Args)]
+pub struct MessageOutputArgs {
+    /// [addition] Print each message with a template: %o offset, %p partition,
+    /// %t timestamp (µs), %T timestamp (RFC 3339 UTC), %i id, %l payload
+    /// length, %v payload, %h headers (key=value,…), %% and \n \t \\
+    #[arg(long, conflicts_with_all = ["raw", "raw0"])]
+    pub message_format: Option<String>,
+    /// [addition] Print each payload's bytes followed by a newline
+    #[arg(long, conflicts_with = "raw0")]
+    pub raw: bool,
+    /// [addition] Print each payload's bytes followed by a NUL byte
+    #[arg(long)]
+    pub raw0: bool,
+    /// [addition] How %v and the payload column render payloads: utf8, hex or base64
+    #[arg(long, value_enum)]
+    pub payload_encoding: Option<PayloadEncoding>,
+}
+
+impl MessageOutputArgs {
+    /// Whether stdout carries only formatted messages (§9.3).
+    pub fn is_formatted(&self) -> bool {
+        self.message_format.is_some() || self.raw || self.raw0
+    }
+}
+
+/// Where `message consume` starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartAt {
+    First,
+    Last,
+    Next,
+    Offset(u64),
+    Time(String),
+}
+
+fn start_at(text: &str) -> Result<StartAt, String> {
+    match text {
+        "first" => Ok(StartAt::First),
+        "last" => Ok(StartAt::Last),
+        "next" => Ok(StartAt::Next),
+        _ => {
+            if let Some(n) = text.strip_prefix("offset:") {
+                return n
+                    .parse()
+                    .map(StartAt::Offset)
+                    .map_err(|e| format!("invalid offset {n:?}: {e}"));
+            }
+            if let Some(t) = text.strip_prefix("time:") {
+                return Ok(StartAt::Time(t.to_owned()));
+            }
+            Err("expected first, last, next, offset:N or time:T".to_owned())
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitMode {
+    /// Store the offset after each printed batch
+    Auto,
+    /// Never store offsets
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeArgs {
+    /// Stream ID from which messages will be consumed
+    #[arg(value_parser = parse::identifier)]
+    pub stream_id: Identifier,
+    /// Topic ID from which messages will be consumed
+    #[arg(value_parser = parse::identifier)]
+    pub topic_id: Identifier,
+    /// One partition (default: all partitions, or the group's assignment)
+    #[arg(long)]
+    pub partition: Option<u32>,
+    /// Regular consumer (default 0)
+    #[arg(long, value_parser = parse::identifier)]
+    pub consumer: Option<Identifier>,
+    /// Consume as a member of this consumer group (joins it, polls the
+    /// assigned partitions, leaves on exit)
+    #[arg(long, value_parser = parse::identifier, conflicts_with_all = ["consumer", "partition"])]
+    pub consumer_group: Option<Identifier>,
+    /// Where to start: first, last, next, offset:N or time:T (µs, RFC 3339 or -5m)
+    #[arg(long, default_value = "next", value_parser = start_at, allow_hyphen_values = true)]
+    pub from: StartAt,
+    /// Keep polling after reaching the end (like tail -f)
+    #[arg(short = 'F', long, conflicts_with = "exit_at_end")]
+    pub follow: bool,
+    /// Stop once every selected partition was read up to where it ended at start
+    #[arg(short = 'e', long)]
+    pub exit_at_end: bool,
+    /// Stop after this many messages
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_messages: Option<u64>,
+    /// Stop after this long (e.g. 30s)
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Wait between empty polls
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub poll_interval: std::time::Duration,
+    /// Messages per poll
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch: u32,
+    /// Store offsets after each printed batch: auto (default with --consumer or
+    /// --consumer-group) or none (default otherwise)
+    #[arg(long, value_enum)]
+    pub commit: Option<CommitMode>,
+    #[command(flatten)]
+    pub format: MessageOutputArgs,
 }
 
 /// The usage error the reference prints when no polling strategy is given.

@@ -140,6 +140,9 @@ pub enum TopicAction {
         stream_id: Identifier,
         #[arg(value_parser = parse::identifier)]
         topic_id: Identifier,
+        /// [addition] Add the topic's option rows (value, explicit or derived)
+        #[arg(long)]
+        options: bool,
     },
     /// List all topics in given stream ID
     #[command(visible_alias = "l")]

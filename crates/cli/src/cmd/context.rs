@@ -15,6 +15,9 @@ pub fn run(action: ContextAction, state: &ContextState, out: &Out) -> Result<(),
         ContextAction::List(mode) => list(mode.list_mode, state, out),
         ContextAction::Use { context_name: name } => {
             out.executing(&format!("use context {name}"));
+            if let Some(cause) = state.broken.get(&name) {
+                return Err(broken(&name, cause));
+            }
             if !state.contexts.contains_key(&name) {
                 return Err(missing_key(&name));
             }
@@ -29,6 +32,15 @@ pub fn run(action: ContextAction, state: &ContextState, out: &Out) -> Result<(),
     }
 }
 
+fn broken(name: &str, cause: &str) -> CliError {
+    CliError::caused(
+        format!(
+            "context '{name}' in contexts.toml cannot be read; `iggy context delete {name}` removes it"
+        ),
+        cause,
+    )
+}
+
 fn display_name(name: &str, state: &ContextState) -> String {
     if name == state.active {
         format!("{name}*")
@@ -39,11 +51,9 @@ fn display_name(name: &str, state: &ContextState) -> String {
 
 fn list(mode: ListMode, state: &ContextState, out: &Out) -> Result<(), CliError> {
     out.executing(&format!("list contexts in {mode} mode"));
-    let names: Vec<String> = state
-        .contexts
-        .keys()
-        .map(|n| display_name(n, state))
-        .collect();
+    let mut all: Vec<&String> = state.contexts.keys().chain(state.broken.keys()).collect();
+    all.sort();
+    let names: Vec<String> = all.into_iter().map(|n| display_name(n, state)).collect();
     out.json(&names);
     match mode {
         ListMode::Table => print_rows(out, mode, &["Name"], names.into_iter().map(|n| vec![n])),
@@ -82,7 +92,7 @@ fn validate_name(name: &str, state: &ContextState) -> Result<(), CliError> {
             "cannot create a context named '{DEFAULT_CONTEXT}' - it is reserved"
         )));
     }
-    if state.contexts.contains_key(name) {
+    if state.contexts.contains_key(name) || state.broken.contains_key(name) {
         return Err(CliError::message(format!(
             "context '{name}' already exists in contexts.toml"
         )));
@@ -122,12 +132,7 @@ fn create(a: ContextCreateArgs, state: &ContextState, out: &Out) -> Result<(), C
     }
     let mut contexts = state.contexts.clone();
     contexts.insert(name.clone(), table);
-    ContextState {
-        dir: state.dir.clone(),
-        contexts,
-        active: state.active.clone(),
-    }
-    .write_contexts()?;
+    state.with_contexts(contexts).write_contexts()?;
     out.line(format!("context '{name}' created successfully"));
     out.ok(serde_json::json!({"name": name}));
     Ok(())
@@ -138,18 +143,14 @@ fn delete(name: String, state: &ContextState, out: &Out) -> Result<(), CliError>
     if name == DEFAULT_CONTEXT {
         return Err(CliError::message("cannot delete the 'default' context"));
     }
-    if !state.contexts.contains_key(&name) {
+    if !state.contexts.contains_key(&name) && !state.broken.contains_key(&name) {
         return Err(CliError::message(format!(
             "context '{name}' not found in contexts.toml"
         )));
     }
     let mut contexts = state.contexts.clone();
     contexts.remove(&name);
-    let updated = ContextState {
-        dir: state.dir.clone(),
-        contexts,
-        active: state.active.clone(),
-    };
+    let updated = state.with_contexts(contexts);
     updated.write_contexts()?;
     if state.active == name {
         updated.write_active(DEFAULT_CONTEXT)?;
@@ -162,6 +163,9 @@ fn delete(name: String, state: &ContextState, out: &Out) -> Result<(), CliError>
 fn show(name: &str, state: &ContextState, out: &Out) -> Result<(), CliError> {
     out.executing(&format!("show context {name}"));
     let Some(table) = state.contexts.get(name) else {
+        if let Some(cause) = state.broken.get(name) {
+            return Err(broken(name, cause));
+        }
         return Err(CliError::message(format!("context '{name}' not found")));
     };
     let mut rows = vec![("Name".to_owned(), display_name(name, state))];

@@ -18,6 +18,7 @@ pub async fn run(action: MessageAction, run: &Run<'_>) -> Result<(), CliError> {
     match action {
         MessageAction::Send(a) => send(a, run).await,
         MessageAction::Poll(a) => super::poll::poll(a, run).await,
+        MessageAction::Consume(a) => super::consume::consume(a, run).await,
         MessageAction::Flush {
             stream_id: s,
             topic_id: t,

@@ -1,7 +1,9 @@
 //! Command bodies: each prints its `Executing` line (after login), calls one
 //! SDK method and prints the result in the formats of spec §6.
 
+pub mod consume;
 pub mod context;
+pub mod format;
 pub mod groups;
 pub mod messages;
 pub mod poll;

@@ -4,15 +4,16 @@
 
 use crate::app::Run;
 use crate::args::OutputFormat;
-use crate::args::message::PollArgs;
+use crate::args::message::{PayloadEncoding, PollArgs};
+use crate::cmd::format::{MessagePrinter, payload_text};
 use crate::error::{CliError, Context};
 use crate::output::{centered, table};
 use crate::render::TIME_FORMAT_MICROS;
 use base64::Engine;
 use comfy_table::Cell;
 use iggy::prelude::{
-    Consumer, HeaderKind, IggyByteSize, IggyDuration, IggyMessage, IggyTimestamp, MessageClient,
-    PolledMessages, PollingStrategy,
+    Consumer, ConsumerGroupClient, HeaderKind, Identifier, IggyByteSize, IggyDuration, IggyMessage,
+    IggyTimestamp, MessageClient, PolledMessages, PollingStrategy,
 };
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -23,15 +24,33 @@ const MESSAGE_HEADER_BYTES: u64 = 64;
 
 pub async fn poll(a: PollArgs, run: &Run<'_>) -> Result<(), CliError> {
     let (s, t) = (&a.stream_id, &a.topic_id);
+    let printer = MessagePrinter::new(&a.format);
+    run.out.lines_to_stderr.set(a.format.is_formatted());
     run.out.executing(&format!(
         "poll messages from topic ID: {t} and stream with ID: {s}"
     ));
     let strategy = strategy(&a)?;
+    if let Some(group) = &a.consumer_group {
+        join_group(run, s, t, group).await?;
+        let result = poll_body(&a, run, strategy, &printer).await;
+        leave_group(run, s, t, group).await;
+        return result;
+    }
+    poll_body(&a, run, strategy, &printer).await
+}
+
+async fn poll_body(
+    a: &PollArgs,
+    run: &Run<'_>,
+    strategy: PollingStrategy,
+    printer: &MessagePrinter,
+) -> Result<(), CliError> {
+    let (s, t) = (&a.stream_id, &a.topic_id);
     if a.follow {
-        return follow(&a, run, strategy).await;
+        return follow(a, run, strategy, printer).await;
     }
     let started = Instant::now();
-    let polled = poll_once(&a, run, &strategy, a.message_count).await?;
+    let polled = poll_once(a, run, &strategy, a.message_count).await?;
     let took = IggyDuration::from(started.elapsed());
     run.out.line(format!(
         "Polled messages from topic with ID: {t} and stream with ID: {s} (from partition with ID: {})",
@@ -47,11 +66,45 @@ pub async fn poll(a: PollArgs, run: &Run<'_>) -> Result<(), CliError> {
         return store_messages(path, &polled.messages, run);
     }
     print_json(run, &polled);
-    if run.out.is_text() {
-        run.out
-            .table(&messages_table(&polled.messages, a.show_headers));
+    if a.format.is_formatted() {
+        if run.out.is_text() {
+            for m in &polled.messages {
+                printer.print(run.out, polled.partition_id, m);
+            }
+        }
+    } else if run.out.is_text() {
+        run.out.table(&messages_table(
+            &polled.messages,
+            a.show_headers,
+            printer.encoding(),
+        ));
     }
     Ok(())
+}
+
+/// Joins a consumer group for this connection (§9.2).
+pub async fn join_group(
+    run: &Run<'_>,
+    s: &Identifier,
+    t: &Identifier,
+    group: &Identifier,
+) -> Result<(), CliError> {
+    run.client
+        .join_consumer_group(s, t, group)
+        .await
+        .context(|| {
+            format!(
+                "Problem joining consumer group with ID: {group} for topic with ID: {t} and stream with ID: {s}"
+            )
+        })
+}
+
+/// Leaves the group again; a failure only warns (the server drops the
+/// membership when the connection closes anyway).
+pub async fn leave_group(run: &Run<'_>, s: &Identifier, t: &Identifier, group: &Identifier) {
+    if let Err(e) = run.client.leave_consumer_group(s, t, group).await {
+        crate::credentials::warn(&format!("could not leave consumer group {group}: {e}"));
+    }
 }
 
 async fn poll_once(
@@ -60,7 +113,10 @@ async fn poll_once(
     strategy: &PollingStrategy,
     count: u32,
 ) -> Result<PolledMessages, CliError> {
-    let consumer = Consumer::new(a.consumer.clone());
+    let consumer = match &a.consumer_group {
+        Some(group) => Consumer::group(group.clone()),
+        None => Consumer::new(a.consumer.clone()),
+    };
     run.client
         .poll_messages(
             &a.stream_id,
@@ -153,7 +209,11 @@ fn store_messages(
     Ok(())
 }
 
-fn messages_table(messages: &[IggyMessage], show_headers: bool) -> comfy_table::Table {
+fn messages_table(
+    messages: &[IggyMessage],
+    show_headers: bool,
+    encoding: PayloadEncoding,
+) -> comfy_table::Table {
     let mut columns: BTreeSet<(String, String)> = BTreeSet::new();
     let parsed: Vec<Vec<(String, HeaderKind, String)>> =
         messages.iter().map(header_cells).collect();
@@ -185,7 +245,7 @@ fn messages_table(messages: &[IggyMessage], show_headers: bool) -> comfy_table::
             IggyTimestamp::from(message.header.timestamp).to_local_string(TIME_FORMAT_MICROS),
             message.header.id.to_string(),
             message.payload.len().to_string(),
-            String::from_utf8_lossy(&message.payload).into_owned(),
+            payload_text(&message.payload, encoding),
         ];
         for (key, kind) in &columns {
             let value = headers
@@ -210,7 +270,7 @@ fn header_cells(message: &IggyMessage) -> Vec<(String, HeaderKind, String)> {
         .collect()
 }
 
-fn message_json(partition_id: u32, m: &IggyMessage) -> serde_json::Value {
+pub fn message_json(partition_id: u32, m: &IggyMessage) -> serde_json::Value {
     let (payload, encoding) = match std::str::from_utf8(&m.payload) {
         Ok(text) => (text.to_owned(), "utf8"),
         Err(_) => (
@@ -266,7 +326,12 @@ fn print_json(run: &Run<'_>, polled: &PolledMessages) {
 
 /// Polls until Ctrl-C, printing each message as it arrives
 /// (`offset|timestamp|payload` in text mode, one JSON object in the JSON modes).
-async fn follow(a: &PollArgs, run: &Run<'_>, first: PollingStrategy) -> Result<(), CliError> {
+async fn follow(
+    a: &PollArgs,
+    run: &Run<'_>,
+    first: PollingStrategy,
+    printer: &MessagePrinter,
+) -> Result<(), CliError> {
     let mut strategy = first;
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
@@ -277,13 +342,7 @@ async fn follow(a: &PollArgs, run: &Run<'_>, first: PollingStrategy) -> Result<(
         };
         for m in &polled.messages {
             if run.out.is_text() {
-                let time =
-                    IggyTimestamp::from(m.header.timestamp).to_local_string(TIME_FORMAT_MICROS);
-                run.out.always(format!(
-                    "{}|{time}|{}",
-                    m.header.offset,
-                    String::from_utf8_lossy(&m.payload)
-                ));
+                printer.print(run.out, polled.partition_id, m);
             } else {
                 run.out.json(&message_json(polled.partition_id, m));
             }

@@ -46,6 +46,7 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
         TopicAction::Get {
             stream_id: s,
             topic_id: t,
+            options,
         } => {
             out.executing(&format!("get topic with ID: {t} from stream with ID: {s}"));
             let topic = client
@@ -55,7 +56,7 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
             let Some(tp) = topic else {
                 return out.not_found(format!("Topic with ID: {t} in stream {s} was not found"));
             };
-            out.table(&property_table(vec![
+            let mut rows = vec![
                 ("Topic id", tp.id.to_string()),
                 ("Created", utc(tp.created_at)),
                 ("Topic name", tp.name.clone()),
@@ -65,7 +66,23 @@ pub async fn run(action: TopicAction, run: &Run<'_>) -> Result<(), CliError> {
                 ("Max topic size", max_size_cell(&tp.max_topic_size)),
                 ("Topic message count", tp.messages_count.to_string()),
                 ("Partitions count", tp.partitions_count.to_string()),
-            ]));
+            ];
+            let option_rows: Vec<(String, String)> = if options {
+                tp.options
+                    .iter()
+                    .map(|(key, v)| {
+                        let source = if v.explicit { "explicit" } else { "derived" };
+                        (
+                            format!("Option: {}", key.to_string_value()),
+                            format!("{} ({source})", v.value.to_string_value()),
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            rows.extend(option_rows.iter().map(|(k, v)| (k.as_str(), v.clone())));
+            out.table(&property_table(rows));
             out.json(&tp);
         }
         TopicAction::List { stream_id: s, mode } => {

@@ -42,8 +42,13 @@ pub struct Server {
 }
 
 impl Server {
-    #[allow(clippy::zombie_processes)] // Drop kills and waits for the child.
     pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// Starts the server with extra `IGGY_<config path>` overrides.
+    #[allow(clippy::zombie_processes)] // Drop kills and waits for the child.
+    pub fn start_with(extra: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut command = Command::new(server_binary());
         for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("IGGY_") || k == "RUST_LOG")
@@ -57,6 +62,9 @@ impl Server {
             "IGGY_WEBSOCKET_ADDRESS",
         ] {
             command.env(key, "127.0.0.1:0");
+        }
+        for (key, value) in extra {
+            command.env(key, value);
         }
         let log = std::fs::File::create(dir.path().join("server.out")).unwrap();
         let child = command
