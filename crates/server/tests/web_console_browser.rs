@@ -2,7 +2,8 @@
 //! the form, create a stream and a topic through the forms and check them
 //! through the HTTP API, find messages sent by the SDK in the message
 //! browser (an HTML payload stays text and runs nothing), send one from
-//! the console, create a user and a token, and sign out. Every page is
+//! the console, create a user and grant it global, per-stream and
+//! per-topic permissions, create a token, and sign out. Every page is
 //! saved as a screenshot under target/ui-screenshots/ for a person to look
 //! at.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -259,7 +260,9 @@ impl Console<'_> {
         b.text("browser");
     }
 
-    /// Creates a user and grants global and per-stream permissions.
+    /// Creates a user and grants global and per-stream permissions, then
+    /// a topic-level one, checked through the API and by what the user may
+    /// then do.
     fn users(&self) {
         let b = self.browser;
         b.click(&b.link("Users"));
@@ -269,15 +272,74 @@ impl Console<'_> {
         b.click(&b.button("Create"));
         b.click(&b.link("alice"));
         b.text("Per stream");
-        b.click(&b.wait("//label[normalize-space(.)='Read streams']/input"));
-        b.click(&b.wait("//input[@aria-label='Poll on orders']"));
-        b.click(&b.button("Save permissions"));
-        b.text("Permissions saved.");
-        self.shot("11-user");
+        b.click(&b.checkbox("Read streams"));
+        b.click(&b.checkbox("Poll on orders"));
+        self.save_permissions();
         let permissions = &self.api_get("/users/alice")["permissions"];
         assert_eq!(permissions["global"]["read_streams"], true);
         assert_eq!(permissions["global"]["manage_servers"], false);
         assert_eq!(permissions["streams"]["0"]["poll_messages"], true);
+        assert_eq!(
+            permissions["streams"]["0"]["topics"],
+            serde_json::Value::Null
+        );
+        self.topic_permissions();
+    }
+
+    /// Saves the user page's permissions and waits for the page to show
+    /// what the server kept (the picker starts over when it does).
+    fn save_permissions(&self) {
+        let b = self.browser;
+        b.wait_gone("//div[@class='notice']");
+        b.click(&b.button("Save permissions"));
+        b.text("Permissions saved.");
+        b.wait("//select[@name='grant-topic']/option[normalize-space(.)='Choose a stream first']");
+    }
+
+    /// Grants alice sending on orders/payments alone (no stream or global
+    /// send): the API shows the topic entry and alice can now send there.
+    fn topic_permissions(&self) {
+        let b = self.browser;
+        let alice = login(self.http, "alice", "secret-1");
+        let send = |token: &str| {
+            let body = br#"{"partitioning":{"kind":"balanced","value":""},"messages":[{"id":0,"payload":"ZnJvbSBhbGljZQ=="}]}"#;
+            let path = "/streams/orders/topics/payments/messages";
+            request(self.http, "POST", path, Some(token), Some(body)).status
+        };
+        assert_eq!(send(&alice), 403, "alice may not send yet");
+
+        b.text("No topic-level permissions.");
+        b.choose(&b.input("Stream"), "orders");
+        b.wait("//option[normalize-space(.)='payments']");
+        b.choose(&b.input("Topic"), "payments");
+        b.click(&b.button("Add topic permissions"));
+        b.click(&b.checkbox("Send on payments in orders"));
+        b.click(&b.checkbox("Read topic on payments in orders"));
+        self.save_permissions();
+        let topic = &self.api_get("/users/alice")["permissions"]["streams"]["0"];
+        assert_eq!(topic["poll_messages"], true, "the stream grant stays");
+        assert_eq!(topic["send_messages"], false);
+        let granted = &topic["topics"]["0"];
+        assert_eq!(granted["send_messages"], true);
+        assert_eq!(granted["read_topic"], true);
+        assert_eq!(granted["manage_topic"], false);
+        assert_eq!(granted["poll_messages"], false);
+        assert!(
+            b.checked(&b.checkbox("Send on payments in orders")),
+            "shown as saved"
+        );
+        assert!(!b.checked(&b.checkbox("Manage topic on payments in orders")));
+        self.shot("11-user-permissions");
+        assert_eq!(send(&alice), 201, "the topic grant lets alice send");
+
+        // Removing the row and saving takes the grant away again.
+        b.click(&b.button("Remove permissions on payments in orders"));
+        b.text("No topic-level permissions.");
+        self.save_permissions();
+        let stream = &self.api_get("/users/alice")["permissions"]["streams"]["0"];
+        assert_eq!(stream["topics"], serde_json::Value::Null);
+        assert_eq!(stream["poll_messages"], true);
+        assert_eq!(send(&alice), 403, "the grant is gone");
     }
 
     /// Creates a personal access token; returns the secret shown once.
@@ -316,6 +378,17 @@ impl Console<'_> {
         b.text("TCP");
         self.shot("14-overview-signed-in-with-token");
     }
+}
+
+/// A bearer for a user signing in through the API.
+fn login(http: SocketAddr, username: &str, password: &str) -> String {
+    let body = serde_json::json!({"username": username, "password": password}).to_string();
+    let response = request(http, "POST", "/users/login", None, Some(body.as_bytes()));
+    assert_eq!(response.status, 200, "{}", response.text());
+    response.json()["access_token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 const WEEK_US: u64 = 7 * 86_400 * 1_000_000;

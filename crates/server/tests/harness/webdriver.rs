@@ -211,6 +211,26 @@ impl Browser {
         self.named(&xpath, name)
     }
 
+    /// The checkbox whose accessible name is `name` (its `aria-label`, or
+    /// the `<label>` around it).
+    pub fn checkbox(&self, name: &str) -> Element {
+        let xpath = format!(
+            "//input[@type='checkbox'][@aria-label='{name}' or (not(@aria-label) and parent::label[normalize-space(.)='{name}'])]"
+        );
+        self.named(&xpath, name)
+    }
+
+    /// Whether a checkbox or radio button is ticked.
+    pub fn checked(&self, element: &Element) -> bool {
+        self.session_call(
+            "GET",
+            &format!("/element/{}/property/checked", element.0),
+            None,
+        )
+        .as_bool()
+        .unwrap_or(false)
+    }
+
     /// The link whose text is `name`.
     pub fn link(&self, name: &str) -> Element {
         self.named(&format!("//a[normalize-space(.)='{name}']"), name)
