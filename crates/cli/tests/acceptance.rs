@@ -3,6 +3,7 @@
 //! inside one scenario because later checks rely on earlier state.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod additions;
 mod spec_groups;
 mod support;
 

@@ -1,14 +1,12 @@
 //! §9.2, §9.3, §9.7 (`--url`), §9.9 and §8 #15 against the real server and
-//! the real binary: `message consume` as a regular consumer and as a
+//! the real binary (part of the acceptance binary so they run beside its
+//! scenarios): `message consume` as a regular consumer and as a
 //! consumer-group member over TCP, message templates and raw output,
 //! `topic get --options`, connection strings and deadlines, TCP and
 //! WebSocket TLS with a CA file or insecure mode, and the `context` commands
 //! repairing a broken `contexts.toml`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
-use support::{Server, User};
+use crate::support::{Server, User};
 
 fn payloads(stdout: &str) -> Vec<String> {
     stdout
