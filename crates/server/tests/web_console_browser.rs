@@ -88,6 +88,42 @@ async fn produce(tcp: SocketAddr) -> IggyClient {
     client
 }
 
+/// A topic `orders/ledger` of 1 MiB segments holding a few sealed ones,
+/// and a group `archivists` on it that never committed an offset.
+async fn ledger(client: &IggyClient) {
+    let options = TopicCreateOptions {
+        partitions_count: Some(1),
+        segment_size: Some(IggyByteSize::from(1_048_576u64)),
+        ..TopicCreateOptions::default()
+    };
+    client
+        .create_topic(&name("orders"), "ledger", &options)
+        .await
+        .unwrap();
+    for batch in 0..6 {
+        let mut messages: Vec<IggyMessage> = (0..600)
+            .map(|i| message(&format!("{batch}-{i}-{}", "x".repeat(1024)), &[]))
+            .collect();
+        client
+            .send_messages(
+                &name("orders"),
+                &name("ledger"),
+                &Partitioning::partition_id(0),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    client
+        .flush_unsaved_buffer(&name("orders"), &name("ledger"), 0, false)
+        .await
+        .unwrap();
+    client
+        .create_consumer_group(&name("orders"), &name("ledger"), "archivists")
+        .await
+        .unwrap();
+}
+
 /// The console in the browser, with the API beside it for checks.
 struct Console<'a> {
     browser: &'a Browser,
@@ -260,6 +296,58 @@ impl Console<'_> {
         b.text("browser");
     }
 
+    /// Deletes the oldest sealed segment of orders/ledger through the
+    /// topic page; the lag of a group that never committed is then the
+    /// retained messages, not every offset since 0.
+    fn retention_lag(&self) {
+        let b = self.browser;
+        let base = "/streams/orders/topics/ledger";
+        let segments = self.api_get(&format!("{base}/partitions/0/segments"));
+        let segments = segments.as_array().unwrap();
+        assert!(segments.len() >= 2, "a sealed segment: {segments:?}");
+        assert_eq!(segments[0]["sealed"], true);
+        let first_end = segments[0]["end_offset"].as_u64().unwrap();
+        let total: u64 = segments
+            .iter()
+            .map(|s| s["messages_count"].as_u64().unwrap())
+            .sum();
+
+        b.click(&b.link("Streams"));
+        b.click(&b.link("orders"));
+        b.click(&b.link("ledger"));
+        b.click(&b.button(&format!(
+            "Delete segments of partition 0 through offset {first_end}"
+        )));
+        b.click(&b.wait("//dialog//button[normalize-space(.)='Delete']"));
+        b.text("Segments deleted.");
+        b.wait_gone(&format!(
+            "//button[@aria-label='Delete segments of partition 0 through offset {first_end}']"
+        ));
+        let lines = self.api_get(&format!("{base}/consumer-groups/archivists/offsets"));
+        let line = &lines[0];
+        let retained = line["messages_count"].as_u64().unwrap();
+        let current = line["current_offset"].as_u64().unwrap();
+        assert_eq!(retained, total - (first_end + 1), "{line}");
+        assert_eq!(current + 1, total);
+        assert_eq!(line["stored_offset"], serde_json::Value::Null);
+
+        b.click(&b.link("archivists"));
+        let total_lag = b.wait(
+            "//div[@class='stat'][div[normalize-space(.)='Total lag']]/div[@class='stat-value']",
+        );
+        let shown: String = b
+            .element_text(&total_lag)
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        assert_eq!(
+            shown,
+            retained.to_string(),
+            "lag from the first retained offset"
+        );
+        self.shot("10b-group-lag-after-retention");
+    }
+
     /// Creates a user and grants global and per-stream permissions, then
     /// a topic-level one, checked through the API and by what the user may
     /// then do.
@@ -413,10 +501,12 @@ async fn given_a_browser_when_using_the_console_should_manage_and_browse_safely(
     console.sign_in();
     console.streams();
     console.topics();
-    let _member = produce(server.tcp()).await;
+    let member = produce(server.tcp()).await;
     console.topic_and_group();
     console.browse_messages();
     console.send_message();
+    ledger(&member).await;
+    console.retention_lag();
     console.users();
     let secret = console.create_token();
     console.sign_out();

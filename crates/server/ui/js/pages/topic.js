@@ -6,6 +6,7 @@ import { h, fill, field, table, button, link, section, stat, errorBox } from '..
 import { formDialog, confirmDialog, notify } from '../dialogs.js';
 import { count, bytes, size, timestamp } from '../format.js';
 import { topicDialog, purgeTopic, deleteTopic, expiryText } from './streams.js';
+import { lagOf } from './groups.js';
 
 function numberInput(name, value, max) {
   return h('input', { name, type: 'number', min: 1, max, value, required: true });
@@ -94,7 +95,7 @@ async function deleteGroup(base, group, done) {
 async function groupLag(base, group) {
   try {
     const lines = await api('GET', `${base}/consumer-groups/${group.id}/offsets`);
-    return count(lines.reduce((sum, line) => sum + Number(line.lag), 0));
+    return count(lines.reduce((sum, line) => sum + lagOf(line), 0));
   } catch {
     return 'Unknown';
   }
