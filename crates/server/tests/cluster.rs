@@ -264,3 +264,53 @@ fn given_metadata_checkpoints_when_a_node_restarts_should_boot_from_its_checkpoi
         "it booted from its checkpoint"
     );
 }
+
+/// Soak (`IGGY_CLUSTER_SOAK=<rounds>`, off in the suite): each round kills
+/// a random node with SIGKILL, writes a stream through whichever node
+/// leads, restarts the killed node, and checks that every node converges
+/// on the same streams; it prints how long each round's write waited for
+/// a leader (the failover time when the leader was the one killed).
+#[test]
+fn given_soak_rounds_when_nodes_are_killed_and_restarted_should_lose_no_stream() {
+    let Some(rounds) = std::env::var("IGGY_CLUSTER_SOAK")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return;
+    };
+    let mut nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let mut expected = Vec::new();
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut leader = create_stream(&nodes, "round-start");
+    expected.push("round-start".to_owned());
+    for round in 0..rounds {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Every other round the leader dies; else a random node.
+        let victim = if round % 2 == 0 {
+            leader
+        } else {
+            (seed % u64::from(NODES)) as usize
+        };
+        nodes[victim].server.take().unwrap().kill();
+        let name = format!("round-{round}");
+        let started = Instant::now();
+        leader = create_stream(&nodes, &name);
+        println!(
+            "round {round}: killed node {victim}, node {leader} took the write after {:?}",
+            started.elapsed()
+        );
+        expected.push(name);
+        let node = &mut nodes[victim];
+        node.server = Some(TestServer::start(&node.workdir, &node.options));
+        let mut sorted = expected.clone();
+        sorted.sort();
+        eventually(&format!("round {round}: every node converged"), || {
+            nodes.iter().all(|node| stream_names(node) == sorted)
+        });
+    }
+}

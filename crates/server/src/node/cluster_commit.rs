@@ -216,8 +216,9 @@ struct Task {
     root: Option<RootUser>,
     /// Submissions prepared here, by request number, with their view.
     waiters: BTreeMap<RequestNumber, (View, TxOneshot<CommitResult>)>,
-    /// Ops this node forwarded to the primary, by nonce.
-    forwards: BTreeMap<u64, (Instant, TxOneshot<CommitResult>)>,
+    /// Ops this node forwarded to the primary, by nonce: the view it was
+    /// the primary of, and the deadline.
+    forwards: BTreeMap<u64, (View, Instant, TxOneshot<CommitResult>)>,
     next_nonce: u64,
     /// Primary: ops forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, (u8, u64)>,
@@ -273,15 +274,18 @@ impl Task {
 
     fn forward(&mut self, view: View, body: Vec<u8>, reply: TxOneshot<CommitResult>) {
         let primary = (view.0 % u32::from(self.replicas)) as u8;
-        if primary == self.group.group().replica().id() {
-            // We are the primary-elect of a view not started yet.
+        let reachable = self.links.status(primary).is_some_and(|s| s.connected);
+        if primary == self.group.group().replica().id() || !reachable {
+            // We are the primary-elect of a view not started yet, or the
+            // primary is unreachable (it may be dead; a view change is
+            // coming): the client retries at once instead of waiting.
             answer(reply, Err(MetadataError::NotCommitted), 0);
             return;
         }
         let nonce = self.next_nonce;
         self.next_nonce += 1;
         self.forwards
-            .insert(nonce, (Instant::now() + FORWARD_TIMEOUT, reply));
+            .insert(nonce, (view, Instant::now() + FORWARD_TIMEOUT, reply));
         self.send(primary, Message::ForwardRequest { view, nonce, body });
     }
 
@@ -296,7 +300,7 @@ impl Task {
             Message::ForwardReply {
                 nonce, op, code, ..
             } => {
-                if let Some((_, reply)) = self.forwards.remove(&nonce) {
+                if let Some((_, _, reply)) = self.forwards.remove(&nonce) {
                     if code == 0 {
                         self.awaiting_apply.entry(op).or_default().push(reply);
                     } else {
@@ -479,17 +483,19 @@ impl Task {
         }
     }
 
-    /// Forwarded ops the primary did not answer in time: retry (57).
+    /// Forwarded ops the primary did not answer in time, or whose primary
+    /// was replaced since: retry (57).
     fn expire_forwards(&mut self) {
         let now = Instant::now();
+        let current = self.group.group().replica().view();
         let expired: Vec<u64> = self
             .forwards
             .iter()
-            .filter(|(_, (deadline, _))| *deadline <= now)
+            .filter(|(_, (view, deadline, _))| *deadline <= now || *view < current)
             .map(|(nonce, _)| *nonce)
             .collect();
         for nonce in expired {
-            if let Some((_, reply)) = self.forwards.remove(&nonce) {
+            if let Some((_, _, reply)) = self.forwards.remove(&nonce) {
                 answer(reply, Err(MetadataError::NotCommitted), 0);
             }
         }
