@@ -181,9 +181,24 @@ fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_th
         "the same bytes everywhere: {created:?}"
     );
 
+    // A linearizable read on a follower is redirected to the leader (HTTP
+    // API spec §16.1); the leader serves it.
+    let follower = (leader + 1) % usize::from(NODES);
+    let token = root_token(nodes[follower].http);
+    let path = "/streams?consistency=linearizable";
+    let response = request(nodes[follower].http, "GET", path, Some(&token), None);
+    assert_eq!(response.status, 307, "{}", response.text());
+    assert_eq!(
+        response.header("location"),
+        Some(format!("http://{}{path}", nodes[leader].http).as_str())
+    );
+    assert!(response.header("iggy-view").is_some());
+    let token = root_token(nodes[leader].http);
+    let response = request(nodes[leader].http, "GET", path, Some(&token), None);
+    assert_eq!(response.status, 200, "{}", response.text());
+
     // A client of a follower logs in over the binary protocol (its
     // Register is forwarded to the leader) and reads the replicated state.
-    let follower = (leader + 1) % usize::from(NODES);
     let tcp = nodes[follower].server.as_ref().unwrap().tcp();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

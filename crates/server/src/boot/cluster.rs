@@ -78,6 +78,13 @@ pub fn prepare(
             ..Limits::default()
         },
     };
+    let roster_http = (0..replicas)
+        .map(|id| {
+            cluster.node(id).map_or((String::new(), 0), |node| {
+                (node.ip.clone(), node.ports.http.unwrap_or(0))
+            })
+        })
+        .collect();
     let password_hash = engine::metadata::password::hash_password(&root.password)
         .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
     Ok(Some(ClusterStart {
@@ -90,5 +97,6 @@ pub fn prepare(
             username: root.username.clone(),
             password_hash,
         },
+        roster_http,
     }))
 }

@@ -211,6 +211,9 @@ impl HttpApp {
             Err(RouteError::MethodNotAllowed) => return empty(StatusCode::METHOD_NOT_ALLOWED),
         };
         let node = &self.shard.node;
+        if let Some(answer) = self.follower_read(&request) {
+            return answer;
+        }
         if let Some(index) = api::command_index(&route) {
             if let Some(code) = protocol::CommandCode::ALL.get(index) {
                 crate::telemetry::record_command(&tracing::Span::current(), code.name());
@@ -265,6 +268,67 @@ impl HttpApp {
         match result {
             Ok(reply) => reply.into_response(!is_ping),
             Err(e) => error_response(&e),
+        }
+    }
+
+    /// A cluster node that does not lead the metadata group answers a read
+    /// asking for `consistency=linearizable` with a redirect to the leader
+    /// (307, `Location`, `iggy-view`), or 503 `not_primary` while no leader
+    /// is known (HTTP API spec §16.1); every other request is served here.
+    fn follower_read(&self, request: &Request<Incoming>) -> Option<HttpResponse> {
+        use crate::node::cluster_commit::Leader;
+        if request.method() != hyper::Method::GET {
+            return None;
+        }
+        let query = request.uri().query()?;
+        let linearizable = router::query_pairs(query)?
+            .iter()
+            .any(|(key, value)| key == "consistency" && value == "linearizable");
+        let Some(crate::node::Committer::Cluster(cluster)) = self.shard.node.committer.as_ref()
+        else {
+            return None;
+        };
+        if !linearizable {
+            return None;
+        }
+        match cluster.leader() {
+            Leader::Here { .. } => None,
+            Leader::There {
+                view,
+                ip,
+                http_port,
+            } => {
+                let scheme = if self.settings.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                };
+                let host = if ip.contains(':') {
+                    format!("[{ip}]")
+                } else {
+                    ip
+                };
+                let location = format!(
+                    "{scheme}://{host}:{http_port}{}?{query}",
+                    request.uri().path()
+                );
+                let mut response = empty(StatusCode::TEMPORARY_REDIRECT);
+                let headers = response.headers_mut();
+                if let Ok(value) = HeaderValue::from_str(&location) {
+                    headers.insert(hyper::header::LOCATION, value);
+                }
+                headers.insert("iggy-view", HeaderValue::from(view));
+                Some(response)
+            }
+            Leader::Unknown { .. } => {
+                let mut error = ApiError::http(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "not_primary",
+                    "no metadata leader is known yet; retry",
+                );
+                error.retry_after = true;
+                Some(error_response(&error))
+            }
         }
     }
 

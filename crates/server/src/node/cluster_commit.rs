@@ -57,6 +57,20 @@ pub struct ClusterStart {
     pub placement: Placement,
     pub nonce: u64,
     pub root: RootUser,
+    /// Each roster node's `ip` and HTTP port, by replica id (for
+    /// redirecting reads that must be served by the leader).
+    pub roster_http: Vec<(String, u16)>,
+}
+
+/// Who leads the metadata group, as this node knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leader {
+    /// This node is the primary of a normal view.
+    Here { view: u32 },
+    /// Another node is, at its roster `ip` and HTTP port.
+    There { view: u32, ip: String, http_port: u16 },
+    /// A view change is under way.
+    Unknown { view: u32 },
 }
 
 /// The root user the group's first primary creates, once for the cluster
@@ -96,6 +110,11 @@ enum Input {
 pub struct ClusterCommitter {
     tx: MAsyncTx<Array<Input>>,
     start: std::cell::RefCell<Option<(ClusterStart, AsyncRx<Array<Input>>)>>,
+    /// The metadata view and whether it is normal, as the replica task last
+    /// saw them (shard 0's thread only).
+    view: Rc<std::cell::Cell<(u32, bool)>>,
+    me: u8,
+    roster_http: Vec<(String, u16)>,
 }
 
 impl ClusterCommitter {
@@ -103,7 +122,31 @@ impl ClusterCommitter {
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         ClusterCommitter {
             tx,
+            me: start.placement.identity.replica,
+            roster_http: start.roster_http.clone(),
             start: std::cell::RefCell::new(Some((start, rx))),
+            view: Rc::new(std::cell::Cell::new((0, false))),
+        }
+    }
+
+    /// Who leads the metadata group: the primary of the current view while
+    /// it is normal.
+    pub fn leader(&self) -> Leader {
+        let (view, normal) = self.view.get();
+        if !normal {
+            return Leader::Unknown { view };
+        }
+        let primary = (view % self.roster_http.len().max(1) as u32) as u8;
+        if primary == self.me {
+            return Leader::Here { view };
+        }
+        match self.roster_http.get(usize::from(primary)) {
+            Some((ip, http_port)) if *http_port != 0 => Leader::There {
+                view,
+                ip: ip.clone(),
+                http_port: *http_port,
+            },
+            _ => Leader::Unknown { view },
         }
     }
 
@@ -132,6 +175,7 @@ impl ClusterCommitter {
             placement,
             nonce,
             root,
+            roster_http: _,
         } = start;
         let cluster = links.cluster;
         let local = placement.identity.replica;
@@ -196,6 +240,11 @@ impl ClusterCommitter {
                 .unwrap_or_else(|e| fatal(&format!("the metadata replica's storage failed: {e}")));
             task.perform(effects);
             task.settle();
+            let replica = task.group.group().replica();
+            self.view.set((
+                replica.view().0,
+                replica.status() == consensus::vsr::Status::Normal,
+            ));
         }
     }
 }

@@ -387,10 +387,14 @@ pub async fn group_offsets(
             .await
             .map_err(read_error)?
             .map(|info| info.stored_offset);
+        // Without a committed offset everything still retained is unread
+        // (segments deleted by retention are not lag).
         let lag = match stored {
-            Some(stored) => partition.current_offset.saturating_sub(stored),
-            None if partition.messages_count > 0 => partition.current_offset + 1,
-            None => 0,
+            Some(stored) => partition
+                .current_offset
+                .saturating_sub(stored)
+                .min(partition.messages_count),
+            None => partition.messages_count,
         };
         lines.push(GroupPartitionOffset {
             partition_id: partition.id,
