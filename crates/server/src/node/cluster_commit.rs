@@ -68,7 +68,11 @@ pub enum Leader {
     /// This node is the primary of a normal view.
     Here { view: u32 },
     /// Another node is, at its roster `ip` and HTTP port.
-    There { view: u32, ip: String, http_port: u16 },
+    There {
+        view: u32,
+        ip: String,
+        http_port: u16,
+    },
     /// A view change is under way.
     Unknown { view: u32 },
 }
