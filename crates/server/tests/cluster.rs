@@ -192,10 +192,15 @@ fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_th
         response.header("location"),
         Some(format!("http://{}{path}", nodes[leader].http).as_str())
     );
-    assert!(response.header("iggy-view").is_some());
+    let view = response.header("iggy-view").expect("the view").to_owned();
     let token = root_token(nodes[leader].http);
     let response = request(nodes[leader].http, "GET", path, Some(&token), None);
     assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(
+        response.header("iggy-view"),
+        Some(view.as_str()),
+        "the leader's answers carry the view it leads"
+    );
 
     // A client of a follower logs in over the binary protocol (its
     // Register is forwarded to the leader) and reads the replicated state.

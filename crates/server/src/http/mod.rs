@@ -266,8 +266,24 @@ impl HttpApp {
             _ => api::run(call, route).await,
         };
         match result {
-            Ok(reply) => reply.into_response(!is_ping),
+            Ok(reply) => {
+                let mut response = reply.into_response(!is_ping);
+                if !is_ping {
+                    self.stamp_view(&mut response);
+                }
+                response
+            }
             Err(e) => error_response(&e),
+        }
+    }
+
+    /// A cluster node's answers carry its metadata view in `iggy-view` (a
+    /// single node stays in view 0).
+    fn stamp_view(&self, response: &mut HttpResponse) {
+        if let Some(crate::node::Committer::Cluster(cluster)) = self.shard.node.committer.as_ref() {
+            response
+                .headers_mut()
+                .insert("iggy-view", HeaderValue::from(cluster.view()));
         }
     }
 

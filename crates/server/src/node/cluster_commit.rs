@@ -133,6 +133,11 @@ impl ClusterCommitter {
         }
     }
 
+    /// The metadata view this node is in.
+    pub fn view(&self) -> u32 {
+        self.view.get().0
+    }
+
     /// Who leads the metadata group: the primary of the current view while
     /// it is normal.
     pub fn leader(&self) -> Leader {
