@@ -201,9 +201,29 @@ fn exercise(server: &TestServer) {
         None,
     );
     assert!(traced.status < 500);
+    // A stream named only in a binary request's body (the HTTP create
+    // names it in the body, which spans do not record).
+    let created = request(
+        http,
+        "POST",
+        "/streams",
+        Some(&token),
+        Some(br#"{"name":"binscope"}"#),
+    );
+    assert!(created.status < 300, "{}", created.text());
     let mut tcp = raw::connect(server.tcp());
     let session = raw::login(&mut tcp);
     raw::send(&mut tcp, CommandCode::Ping, session, 1, &[]);
+    raw::read_frame(&mut tcp).unwrap();
+    let mut stream_by_name = vec![2u8, 8];
+    stream_by_name.extend_from_slice(b"binscope");
+    raw::send(
+        &mut tcp,
+        CommandCode::GetTopics,
+        session,
+        2,
+        &stream_by_name,
+    );
     raw::read_frame(&mut tcp).unwrap();
 }
 
@@ -254,6 +274,10 @@ fn given_otlp_http_receiver_when_requests_run_should_export_spans_and_logs_with_
         wait_for(&received, "/v1/traces", &span_needles),
         "spans: {:?}",
         paths(&received)
+    );
+    assert!(
+        wait_for(&received, "/v1/traces", &[b"iggy-otlp-http", b"binscope"]),
+        "a binary request's span names the stream it asked for"
     );
     assert!(
         wait_for(&received, "/v1/traces", &[b"iggy-otlp-http", &trace_id()]),

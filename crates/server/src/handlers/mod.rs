@@ -111,8 +111,55 @@ pub async fn dispatch(
     route(call, request).await
 }
 
+/// The stream, topic and partition a request names, as its telemetry
+/// span records them (identifiers as the client sent them: a number or a
+/// name). Nothing when telemetry is off.
+fn record_scope(request: &Request<'_>) {
+    use Request as R;
+    use protocol::primitives::Identifier;
+    use protocol::requests::TopicRef;
+    if !crate::telemetry::enabled() {
+        return;
+    }
+    fn text(id: &Identifier<'_>) -> String {
+        match id {
+            Identifier::Numeric(n) => n.to_string(),
+            Identifier::Name(name) => (*name).to_owned(),
+        }
+    }
+    let topic = |t: &TopicRef<'_>, partition: Option<u32>| {
+        (Some(text(&t.stream_id)), Some(text(&t.topic_id)), partition)
+    };
+    let (stream, topic, partition) = match request {
+        R::GetStream(r) | R::DeleteStream(r) | R::PurgeStream(r) | R::GetTopics(r) => {
+            (Some(text(&r.stream_id)), None, None)
+        }
+        R::UpdateStream(r) => (Some(text(&r.stream_id)), None, None),
+        R::CreateTopic(r) => (Some(text(&r.stream_id)), None, None),
+        R::GetTopic(r) | R::DeleteTopic(r) | R::PurgeTopic(r) | R::GetConsumerGroups(r) => {
+            topic(r, None)
+        }
+        R::UpdateTopic(r) => topic(&r.topic, None),
+        R::CreatePartitions(r) | R::DeletePartitions(r) => topic(&r.topic, None),
+        R::DeleteSegments(r) => topic(&r.topic, Some(r.partition_id)),
+        R::FlushUnsavedBuffer(r) => topic(&r.topic, Some(r.partition_id)),
+        R::GetConsumerGroup(r)
+        | R::DeleteConsumerGroup(r)
+        | R::JoinConsumerGroup(r)
+        | R::LeaveConsumerGroup(r)
+        | R::SyncConsumerGroup(r) => topic(&r.topic, None),
+        R::CreateConsumerGroup(r) => topic(&r.topic, None),
+        R::GetConsumerOffset(r) | R::GetConsumerOffsetRouting(r) => topic(&r.topic, r.partition_id),
+        R::StoreConsumerOffset(r) => topic(&r.target.topic, r.target.partition_id),
+        R::DeleteConsumerOffset(r) => topic(&r.target.topic, r.target.partition_id),
+        _ => return,
+    };
+    crate::telemetry::record_scope(&tracing::Span::current(), stream, topic, partition);
+}
+
 async fn route(call: Call<'_>, request: Request<'_>) -> Reply {
     use Request as R;
+    record_scope(&request);
     match request {
         R::Ping => call.ok(&[]),
         R::GetStats => system::stats(&call),
