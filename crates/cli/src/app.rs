@@ -5,7 +5,7 @@
 
 use crate::args::global::SessionStoreKind;
 use crate::args::{Cli, Command, GlobalArgs, OutputFormat, SessionAction};
-use crate::cmd;
+use crate::cmd::{self, Run};
 use crate::context::{self, ContextState};
 use crate::credentials::{self, Credentials, PromptPolicy, Resolver};
 use crate::error::CliError;
@@ -18,16 +18,6 @@ use iggy::prelude::{
 };
 use std::str::FromStr;
 use std::sync::Arc;
-
-/// What a command gets to work with.
-pub struct Run<'a> {
-    pub client: &'a IggyClient,
-    pub out: &'a Out,
-    pub store: &'a SecretStore,
-    /// The server address string of stored entries (§4.5).
-    pub server: Option<String>,
-    pub policy: PromptPolicy,
-}
 
 pub fn output_format(global: &GlobalArgs) -> OutputFormat {
     if global.json {
@@ -60,7 +50,7 @@ pub async fn run(cli: Cli, out: &Out) -> Result<(), CliError> {
     let home = context::home_dir();
     let store = secret_store(&global, &home);
     if let Err(e) = store.status() {
-        credentials::warn(&format!("keyring backend unavailable: {e}"));
+        crate::output::warn(&format!("keyring backend unavailable: {e}"));
     }
     // §8 #15: the `context` commands read a broken contexts.toml section by
     // section and ignore an `.active_context` naming a missing context, so
@@ -69,7 +59,7 @@ pub async fn run(cli: Cli, out: &Out) -> Result<(), CliError> {
     let state = if repairing {
         let state = ContextState::load_lenient(home);
         for (name, cause) in &state.broken {
-            credentials::warn(&format!(
+            crate::output::warn(&format!(
                 "contexts.toml: context '{name}' cannot be read ({cause}); \
                  `iggy context delete {name}` removes it"
             ));
@@ -213,7 +203,7 @@ fn apply_overrides(settings: &Settings, config: &mut ClientProviderConfig) {
     if settings.tcp_tls_insecure
         && let Some(tcp) = &config.tcp
     {
-        credentials::warn(
+        crate::output::warn(
             "--tcp-tls-insecure: the server's TLS certificate is NOT validated; \
              anyone on the path can read and change this connection",
         );
@@ -222,14 +212,9 @@ fn apply_overrides(settings: &Settings, config: &mut ClientProviderConfig) {
         config.tcp = Some(Arc::new(tcp));
     }
     if !settings.args.websocket_tls_validate_certificate && settings.args.transport == "ws" {
-        credentials::warn(
+        crate::output::warn(
             "--websocket-tls-insecure: the server's TLS certificate is NOT validated; \
              anyone on the path can read and change this connection",
         );
     }
-}
-
-/// Whether the credentials came from the stored session.
-pub fn is_session(credentials: Option<&Credentials>) -> bool {
-    matches!(credentials, Some(Credentials::Session(_)))
 }

@@ -5,6 +5,7 @@
 //! `KNOWN_KEYS` order, then extra keys) with mode 0600.
 
 use crate::error::{CliError, Failure};
+use crate::secrets::restrict_mode;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -245,7 +246,7 @@ impl ContextState {
             let backup = self.dir.join(format!("{CONTEXTS_FILE}.bak"));
             std::fs::copy(&path, &backup).map_err(|e| write_error(&backup, e))?;
             restrict_mode(&backup);
-            crate::credentials::warn(&format!(
+            crate::output::warn(&format!(
                 "contexts.toml was broken; the previous file is kept as {}",
                 backup.display()
             ));
@@ -277,16 +278,6 @@ pub fn missing_key(name: &str) -> CliError {
 fn write_error(path: &Path, error: std::io::Error) -> CliError {
     CliError::caused(format!("failed writing {}", path.display()), error)
 }
-
-#[cfg(unix)]
-pub fn restrict_mode(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    // Secrets are stored in plain text; keep them readable by the owner only.
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-}
-
-#[cfg(not(unix))]
-pub fn restrict_mode(_path: &Path) {}
 
 fn read_contexts(path: &Path) -> Result<BTreeMap<String, ContextTable>, CliError> {
     let mut contexts = BTreeMap::new();

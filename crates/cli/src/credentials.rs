@@ -69,7 +69,7 @@ impl Resolver<'_> {
     fn session_token(&self) -> Option<String> {
         let server = self.server?;
         if let Err(e) = self.store.status() {
-            warn(&format!(
+            crate::output::warn(&format!(
                 "keyring backend unavailable, cannot read session token: {e}"
             ));
             return None;
@@ -159,11 +159,7 @@ pub async fn login(
     }
 }
 
-/// A diagnostic line on stderr in the reference's log-formatter shape.
-pub fn warn(message: &str) {
-    if std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty()) {
-        eprintln!(" WARN {message}");
-    } else {
-        eprintln!("\x1b[33m WARN\x1b[0m {message}");
-    }
+/// Whether the credentials came from the stored session.
+pub fn is_session(credentials: Option<&Credentials>) -> bool {
+    matches!(credentials, Some(Credentials::Session(_)))
 }

@@ -167,6 +167,15 @@ pub fn centered(text: String) -> Cell {
     Cell::new(text).set_alignment(CellAlignment::Center)
 }
 
+/// A diagnostic line on stderr in the reference's log-formatter shape.
+pub fn warn(message: &str) {
+    if std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty()) {
+        eprintln!(" WARN {message}");
+    } else {
+        eprintln!("\x1b[33m WARN\x1b[0m {message}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,6 @@
 //! keyring through `keyring` (service/account names as the reference), or a
 //! 0600 TOML file under `$IGGY_HOME` for hosts without one (§9.8).
 
-use crate::context::restrict_mode;
 use std::path::PathBuf;
 
 pub const SESSION_ACCOUNT: &str = "iggy-cli-session";
@@ -116,3 +115,13 @@ fn write_file(path: &PathBuf, all: &toml::Table) -> Result<(), String> {
     restrict_mode(path);
     Ok(())
 }
+
+#[cfg(unix)]
+pub fn restrict_mode(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // Secrets are stored in plain text; keep them readable by the owner only.
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+}
+
+#[cfg(not(unix))]
+pub fn restrict_mode(_path: &std::path::Path) {}

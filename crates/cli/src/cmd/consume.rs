@@ -4,9 +4,9 @@
 //! JSON, until the end, a stop condition or a signal; offsets are stored
 //! after each printed batch when `--commit auto`.
 
-use crate::app::Run;
 use crate::args::OutputFormat;
 use crate::args::message::{CommitMode, ConsumeArgs, StartAt};
+use crate::cmd::Run;
 use crate::cmd::format::MessagePrinter;
 use crate::cmd::poll::{join_group, leave_group, message_json, parse_timestamp};
 use crate::error::{CliError, Context};

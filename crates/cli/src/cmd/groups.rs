@@ -2,9 +2,9 @@
 //! the consumer-group lag addition (§9.11).
 
 use super::streams::print_rows;
-use crate::app::Run;
 use crate::args::resources::{ConsumerKindArg, GroupTarget, OffsetTarget};
 use crate::args::{ConsumerGroupAction, ConsumerOffsetAction};
+use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use crate::output::{nested_table, property_table, table};
 use iggy::prelude::{

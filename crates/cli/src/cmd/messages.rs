@@ -2,9 +2,9 @@
 //! producing additions of §9.4: NUL or raw stdin, key-delimited lines,
 //! batches with a progress bar on stderr, `--input-file -`.
 
-use crate::app::Run;
 use crate::args::MessageAction;
 use crate::args::message::{InputFormat, SendArgs};
+use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use bytes::Bytes;
 use iggy::prelude::{

@@ -13,10 +13,22 @@ pub mod system;
 pub mod topics;
 pub mod users;
 
-use crate::app::Run;
 use crate::args::Command;
-use crate::credentials::Credentials;
+use crate::credentials::{Credentials, PromptPolicy};
 use crate::error::CliError;
+use crate::output::Out;
+use crate::secrets::SecretStore;
+use iggy::prelude::IggyClient;
+
+/// What a command gets to work with.
+pub struct Run<'a> {
+    pub client: &'a IggyClient,
+    pub out: &'a Out,
+    pub store: &'a SecretStore,
+    /// The server address string of stored entries (§4.5).
+    pub server: Option<String>,
+    pub policy: PromptPolicy,
+}
 
 pub async fn dispatch(
     command: Command,

@@ -2,9 +2,9 @@
 //! a binary message file; the additions `--timestamp` (§9.5), `--follow`
 //! (tail until Ctrl-C) and JSON/NDJSON messages (§9.1).
 
-use crate::app::Run;
 use crate::args::OutputFormat;
 use crate::args::message::{PayloadEncoding, PollArgs};
+use crate::cmd::Run;
 use crate::cmd::format::{MessagePrinter, payload_text};
 use crate::error::{CliError, Context};
 use crate::output::{centered, table};
@@ -103,7 +103,7 @@ pub async fn join_group(
 /// membership when the connection closes anyway).
 pub async fn leave_group(run: &Run<'_>, s: &Identifier, t: &Identifier, group: &Identifier) {
     if let Err(e) = run.client.leave_consumer_group(s, t, group).await {
-        crate::credentials::warn(&format!("could not leave consumer group {group}: {e}"));
+        crate::output::warn(&format!("could not leave consumer group {group}: {e}"));
     }
 }
 

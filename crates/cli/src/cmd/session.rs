@@ -2,10 +2,12 @@
 //! session is a PAT named `iggy-cli-session` whose value is kept in the
 //! secret store under the server address.
 
-use crate::app::{Run, is_session};
 use crate::args::system::LoginArgs;
-use crate::credentials::{Credentials, warn};
+use crate::cmd::Run;
+use crate::credentials::Credentials;
+use crate::credentials::is_session;
 use crate::error::{CliError, Context};
+use crate::output::warn;
 use crate::output::{Out, property_table};
 use crate::parse::sum_expiry;
 use crate::secrets::{SESSION_ACCOUNT, SecretStore, session_service};

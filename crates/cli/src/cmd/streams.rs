@@ -1,7 +1,7 @@
 //! `stream` commands (spec §6.1).
 
-use crate::app::Run;
 use crate::args::{ListMode, StreamAction};
+use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use crate::output::{property_table, table};
 use crate::render::utc;

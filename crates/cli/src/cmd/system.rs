@@ -2,9 +2,9 @@
 //! and `cluster` (spec §6.10-6.12).
 
 use super::streams::print_rows;
-use crate::app::Run;
 use crate::args::system::{OptionsArgs, StatsOutput};
 use crate::args::{ClientAction, ClusterAction, PingArgs, SnapshotArgs, StatsArgs};
+use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use crate::output::{nested_table, property_table, table};
 use crate::render::utc;

@@ -1,9 +1,9 @@
 //! `topic`, `partition` and `segment` commands (spec §6.2-6.4).
 
 use super::streams::print_rows;
-use crate::app::Run;
 use crate::args::resources::{DurabilityArg, TopicCreateArgs, TopicUpdateArgs};
 use crate::args::{PartitionAction, SegmentAction, TopicAction};
+use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use crate::output::property_table;
 use crate::parse::sum_expiry;

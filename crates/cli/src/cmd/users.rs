@@ -1,11 +1,12 @@
 //! `user` and `pat` commands (spec §6.8, §6.9).
 
 use super::streams::print_rows;
-use crate::app::Run;
 use crate::args::resources::PermissionArgs;
 use crate::args::{PatAction, UserAction};
-use crate::credentials::{read_password, warn};
+use crate::cmd::Run;
+use crate::credentials::read_password;
 use crate::error::{CliError, Context};
+use crate::output::warn;
 use crate::output::{nested_table, property_table};
 use crate::parse::{permissions, sum_expiry};
 use crate::render::local;
