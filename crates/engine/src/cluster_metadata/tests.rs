@@ -4,8 +4,7 @@
 
 use std::path::Path;
 
-use consensus::vsr::{Limits, Timing};
-use storage::superblock::Identity;
+use consensus::vsr::Limits;
 use storage::{SimStorage, Storage};
 
 use super::*;
@@ -13,7 +12,7 @@ use crate::metadata::{OpKind, UserId};
 use consensus::vsr::VsrReplica;
 use consensus::vsr::message::{Message, ReplicaId};
 
-use crate::replicated::net::{Member, Net};
+use crate::replicated::net::{Member, Net, placement};
 
 impl<S: Storage, A: Applier> Member for ClusterMetadata<S, A> {
     async fn message(&mut self, from: ReplicaId, message: Message) -> Vec<Effect> {
@@ -45,28 +44,7 @@ impl Applier for Recorder {
     }
 }
 
-const TIMING: Timing = Timing {
-    commit_interval: 2,
-    heartbeat_timeout: 10,
-    view_change_timeout: 10,
-    retransmit_interval: 3,
-};
 const DIR: &str = "/data/cluster/metadata";
-
-fn placement(replica: u8, limits: Limits) -> Placement {
-    Placement {
-        identity: Identity {
-            cluster: 11,
-            replica,
-            group: 1 << 63,
-            incarnation: 0,
-        },
-        replicas: 3,
-        created_view: View(0),
-        timing: TIMING,
-        limits,
-    }
-}
 
 fn create_stream(name: &str) -> MetadataOp {
     MetadataOp {

@@ -10,7 +10,11 @@ use consensus::{ClientId, Op, RequestNumber};
 use storage::seam::CrashMode;
 use storage::{SimStorage, Storage};
 
-use super::{Effect, Group, StateMachine};
+use consensus::View;
+use consensus::vsr::{Limits, Timing};
+use storage::superblock::Identity;
+
+use super::{Effect, Group, Placement, StateMachine};
 
 /// A replica's driver, as the network drives it.
 #[allow(async_fn_in_trait)]
@@ -29,6 +33,30 @@ impl<S: Storage, M: StateMachine> Member for Group<S, M> {
     }
     fn replica(&self) -> &VsrReplica {
         Group::replica(self)
+    }
+}
+
+/// Fast timers: elections in tens of ticks.
+const TIMING: Timing = Timing {
+    commit_interval: 2,
+    heartbeat_timeout: 10,
+    view_change_timeout: 10,
+    retransmit_interval: 3,
+};
+
+/// Replica `replica` of a three-replica metadata group.
+pub(crate) fn placement(replica: u8, limits: Limits) -> Placement {
+    Placement {
+        identity: Identity {
+            cluster: 7,
+            replica,
+            group: 1 << 63,
+            incarnation: 0,
+        },
+        replicas: 3,
+        created_view: View(0),
+        timing: TIMING,
+        limits,
     }
 }
 

@@ -5,12 +5,11 @@
 use std::path::Path;
 
 use consensus::vsr::message::Request;
-use consensus::vsr::{Limits, Status, Timing};
+use consensus::vsr::{Limits, Status};
 use consensus::{ClientId, Op, RequestNumber, View};
-use storage::superblock::Identity;
 use storage::{SimStorage, Storage};
 
-use super::net::Net;
+use super::net::{Net, placement};
 use super::*;
 
 /// A state machine that keeps every body it applied, in order.
@@ -42,29 +41,7 @@ impl StateMachine for Log {
     }
 }
 
-const TIMING: Timing = Timing {
-    commit_interval: 2,
-    heartbeat_timeout: 10,
-    view_change_timeout: 10,
-    retransmit_interval: 3,
-};
-
 const DIR: &str = "/data/metadata";
-
-fn placement(replica: u8, limits: Limits) -> Placement {
-    Placement {
-        identity: Identity {
-            cluster: 7,
-            replica,
-            group: 1 << 63,
-            incarnation: 0,
-        },
-        replicas: 3,
-        created_view: View(0),
-        timing: TIMING,
-        limits,
-    }
-}
 
 struct Cluster {
     net: Net<Group<SimStorage, Log>>,
