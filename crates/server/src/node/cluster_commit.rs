@@ -122,12 +122,12 @@ pub struct ClusterCommitter {
 }
 
 impl ClusterCommitter {
-    pub fn new(start: ClusterStart) -> Self {
+    pub fn new(mut start: ClusterStart) -> Self {
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         ClusterCommitter {
             tx,
             me: start.placement.identity.replica,
-            roster_http: start.roster_http.clone(),
+            roster_http: std::mem::take(&mut start.roster_http),
             start: std::cell::RefCell::new(Some((start, rx))),
             view: Rc::new(std::cell::Cell::new((0, false))),
         }
