@@ -14,6 +14,7 @@ mod credentials;
 mod error;
 mod output;
 mod parse;
+mod progress;
 mod render;
 mod secrets;
 mod settings;

@@ -1,6 +1,7 @@
 //! `message send`, `message poll` and `message flush` (spec §6.5) with the
 //! producing and polling additions of §9.4 and §9.5 and `poll --follow`.
 
+use super::ProgressArgs;
 use crate::parse;
 use clap::{Args, Subcommand, ValueEnum};
 use iggy::prelude::Identifier;
@@ -78,12 +79,8 @@ pub struct SendArgs {
     /// [addition] Message ID (u128) for a single-message send
     #[arg(long)]
     pub message_id: Option<u128>,
-    /// [addition] Show a progress bar on stderr even when it is not a terminal
-    #[arg(long, conflicts_with = "no_progress")]
-    pub progress: bool,
-    /// [addition] Never show a progress bar
-    #[arg(long)]
-    pub no_progress: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +257,8 @@ pub struct ConsumeArgs {
     pub commit: Option<CommitMode>,
     #[command(flatten)]
     pub format: MessageOutputArgs,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// The usage error the reference prints when no polling strategy is given.

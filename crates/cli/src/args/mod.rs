@@ -121,3 +121,15 @@ pub struct ListModeArg {
     #[arg(short = 'l', long = "list-mode", value_enum, default_value_t = ListMode::Table)]
     pub list_mode: ListMode,
 }
+
+/// `--progress` / `--no-progress` (addition §9.6) of the long operations.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ProgressArgs {
+    /// [addition] Show the progress line on stderr even when stderr is not a
+    /// terminal or -q is set
+    #[arg(long, conflicts_with = "no_progress")]
+    pub progress: bool,
+    /// [addition] Never show the progress line
+    #[arg(long)]
+    pub no_progress: bool,
+}

@@ -1,7 +1,7 @@
 //! System, client, cluster, context and session commands (spec §6.10-6.14)
 //! and the `completion` addition (§9.10).
 
-use super::ListModeArg;
+use super::{ListModeArg, ProgressArgs};
 use crate::parse;
 use clap::{Args, Subcommand, ValueEnum};
 use iggy::prelude::{IggyExpiry, SnapshotCompression, SystemSnapshotType};
@@ -48,6 +48,8 @@ pub struct SnapshotArgs {
     /// Define the path where the snapshot archive will be stored
     #[arg(short = 'o', long, default_value = ".")]
     pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// One `-s` value may hold several space-separated types.

@@ -2,7 +2,10 @@
 //! the partitions a consumer group assigns to this connection, printing each
 //! message with the §9.3 output (default `offset|timestamp|payload`) or as
 //! JSON, until the end, a stop condition or a signal; offsets are stored
-//! after each printed batch when `--commit auto`.
+//! after each printed batch when `--commit auto`. A progress line on stderr
+//! (§9.6) counts the messages read and, once every partition polled has
+//! answered, the lag left (the partitions' current offsets past the last
+//! message read).
 
 use crate::args::OutputFormat;
 use crate::args::message::{CommitMode, ConsumeArgs, StartAt};
@@ -10,6 +13,7 @@ use crate::cmd::Run;
 use crate::cmd::format::MessagePrinter;
 use crate::cmd::poll::{join_group, leave_group, message_json, parse_timestamp};
 use crate::error::{CliError, Context};
+use crate::progress::{self, Progress};
 use iggy::prelude::{
     Consumer, ConsumerOffsetClient, Identifier, MessageClient, PollingStrategy, TopicClient,
 };
@@ -120,6 +124,11 @@ struct Consumption<'a, 'r> {
     read_to: BTreeMap<u32, u64>,
     printed: u64,
     collected: Vec<serde_json::Value>,
+    progress: Option<Progress>,
+    /// Messages left past the last one read, per partition that answered.
+    lag: BTreeMap<u32, u64>,
+    /// Every partition polled has answered once, so `lag` covers them all.
+    lag_known: bool,
 }
 
 impl<'a, 'r> Consumption<'a, 'r> {
@@ -144,6 +153,9 @@ impl<'a, 'r> Consumption<'a, 'r> {
             read_to: BTreeMap::new(),
             printed: 0,
             collected: Vec::new(),
+            progress: Progress::start(a.progress, run.out.quiet, progress::CONSUME_TEMPLATE, None),
+            lag: BTreeMap::new(),
+            lag_known: false,
         }
     }
 
@@ -198,6 +210,10 @@ impl<'a, 'r> Consumption<'a, 'r> {
                 if self.limit_reached() || self.stop.stopped() {
                     return Ok(());
                 }
+            }
+            if !self.lag_known {
+                self.lag_known = true;
+                self.report_progress(0);
             }
             if self.a.exit_at_end {
                 let all = ends.keys().all(|p| self.reached(*p, &ends));
@@ -262,17 +278,29 @@ impl<'a, 'r> Consumption<'a, 'r> {
             })?;
         let p = polled.partition_id;
         let Some(last) = polled.messages.last() else {
+            // Nothing past what was read. A group member's empty reply may
+            // name no real partition, so only an asked-for one is counted.
+            if let Some(asked) = partition {
+                self.lag.insert(asked, 0);
+            }
+            self.report_progress(0);
             return Ok(0);
         };
         let last = last.header.offset;
-        for m in &polled.messages {
-            match self.run.out.format {
-                OutputFormat::Text => self.printer.print(self.run.out, p, m),
-                OutputFormat::Ndjson => self.run.out.json(&message_json(p, m)),
-                OutputFormat::Json => self.collected.push(message_json(p, m)),
+        self.lag
+            .insert(p, polled.current_offset.saturating_sub(last));
+        let (out, printer, collected) = (self.run.out, &self.printer, &mut self.collected);
+        progress::suspended(self.progress.as_ref(), || {
+            for m in &polled.messages {
+                match out.format {
+                    OutputFormat::Text => printer.print(out, p, m),
+                    OutputFormat::Ndjson => out.json(&message_json(p, m)),
+                    OutputFormat::Json => collected.push(message_json(p, m)),
+                }
             }
-        }
+        });
         self.printed += polled.messages.len() as u64;
+        self.report_progress(polled.messages.len());
         self.next.insert(p, PollingStrategy::offset(last + 1));
         self.read_to.insert(p, last);
         if self.commit {
@@ -289,8 +317,20 @@ impl<'a, 'r> Consumption<'a, 'r> {
         Ok(polled.messages.len())
     }
 
-    /// The JSON mode prints one document with every message at the end.
+    fn report_progress(&self, read: usize) {
+        let Some(progress) = &self.progress else {
+            return;
+        };
+        progress.inc(read as u64);
+        if self.lag_known {
+            progress.set_message(format!(", lag {}", self.lag.values().sum::<u64>()));
+        }
+    }
+
+    /// Ends the progress line; the JSON mode prints one document with every
+    /// message.
     fn finish(&mut self) {
+        self.progress.take();
         if self.run.out.format == OutputFormat::Json {
             self.run.out.json(&serde_json::Value::Array(std::mem::take(
                 &mut self.collected,

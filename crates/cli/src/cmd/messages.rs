@@ -1,15 +1,16 @@
 //! `message send` and `message flush` (spec §6.5.1, §6.5.3) with the
 //! producing additions of §9.4: NUL or raw stdin, key-delimited lines,
-//! batches with a progress bar on stderr, `--input-file -`.
+//! batches with a progress line on stderr (§9.6), `--input-file -`.
 
 use crate::args::MessageAction;
 use crate::args::message::{InputFormat, SendArgs};
 use crate::cmd::Run;
 use crate::error::{CliError, Context};
+use crate::progress::{self, Progress};
 use bytes::Bytes;
 use iggy::prelude::{
-    HeaderKey, HeaderValue, IGGY_MESSAGE_HEADER_SIZE, IggyError, IggyMessage, IggyMessageHeader,
-    MessageClient, Partitioning,
+    HeaderKey, HeaderValue, IGGY_MESSAGE_HEADER_SIZE, IggyByteSize, IggyError, IggyMessage,
+    IggyMessageHeader, MessageClient, Partitioning, Sizeable,
 };
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
@@ -54,9 +55,10 @@ async fn send(a: SendArgs, run: &Run<'_>) -> Result<(), CliError> {
     if total == 0 {
         return Err(CliError::iggy(problem(), &IggyError::InvalidMessagesCount));
     }
-    let progress = progress_bar(&a, run, total);
+    let progress = send_progress(&a, run, total);
     let chunk = a.batch_size.map_or(usize::MAX, |n| n as usize);
     let mut confirmations = Vec::new();
+    let mut sent_bytes = 0u64;
     for (partitioning, mut messages) in batches {
         for part in messages.chunks_mut(chunk) {
             let response = run
@@ -67,36 +69,36 @@ async fn send(a: SendArgs, run: &Run<'_>) -> Result<(), CliError> {
             confirmations.extend(response.confirmations.iter().map(|c| {
                 serde_json::json!({"partition_id": c.partition_id, "base_offset": c.base_offset})
             }));
-            if let Some(bar) = &progress {
-                bar.inc(part.len() as u64);
+            if let Some(p) = &progress {
+                sent_bytes += part
+                    .iter()
+                    .map(|m| m.get_size_bytes().as_bytes_u64())
+                    .sum::<u64>();
+                p.set_message(IggyByteSize::from(sent_bytes).as_human_string());
+                p.inc(part.len() as u64);
             }
         }
     }
-    if let Some(bar) = progress {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     run.out.line(format!("Sent messages to {target}"));
     run.out
         .json(&serde_json::json!({"ok": true, "messages": total, "confirmations": confirmations}));
     Ok(())
 }
 
-fn progress_bar(a: &SendArgs, run: &Run<'_>, total: usize) -> Option<indicatif::ProgressBar> {
-    let wanted =
-        a.progress || (a.batch_size.is_some() && std::io::stderr().is_terminal() && !run.out.quiet);
-    if a.no_progress || !wanted {
+/// §9.6: a line for batched sends (any send with `--progress`).
+fn send_progress(a: &SendArgs, run: &Run<'_>, total: usize) -> Option<Progress> {
+    if a.batch_size.is_none() && !a.progress.progress {
         return None;
     }
-    let bar = indicatif::ProgressBar::with_draw_target(
+    let p = Progress::start(
+        a.progress,
+        run.out.quiet,
+        progress::SEND_TEMPLATE,
         Some(total as u64),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} messages, {per_sec}, {elapsed}",
-    ) {
-        bar.set_style(style);
-    }
-    Some(bar)
+    )?;
+    p.set_message(IggyByteSize::from(0).as_human_string());
+    Some(p)
 }
 
 fn headers_of(a: &SendArgs) -> Option<BTreeMap<HeaderKey, HeaderValue>> {

@@ -7,13 +7,17 @@ use crate::args::{ClientAction, ClusterAction, PingArgs, SnapshotArgs, StatsArgs
 use crate::cmd::Run;
 use crate::error::{CliError, Context};
 use crate::output::{nested_table, property_table, table};
+use crate::progress::{self, Progress};
 use crate::render::utc;
 use iggy::prelude::{ClusterClient, HeaderValue, OptionsScope, Stats, SystemClient};
+use std::io::Write;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 /// `ping` waits this long after each ping, as the reference does.
 const PING_PAUSE: Duration = Duration::from_secs(1);
+/// `snapshot` writes the archive in pieces of this size, counting each.
+const SNAPSHOT_WRITE_CHUNK_BYTES: usize = 64 * 1024;
 
 pub async fn ping(a: PingArgs, run: &Run<'_>) -> Result<(), CliError> {
     let out = run.out;
@@ -191,6 +195,10 @@ pub async fn snapshot(a: SnapshotArgs, run: &Run<'_>) -> Result<(), CliError> {
     let out = run.out;
     out.executing("snapshot command");
     let types = a.snapshot_types.into_iter().flatten().collect();
+    let progress = Progress::start(a.progress, out.quiet, progress::SNAPSHOT_TEMPLATE, None);
+    if let Some(p) = &progress {
+        p.set_message("waiting for the server to create it".to_owned());
+    }
     let snapshot = run
         .client
         .snapshot(a.compression, types)
@@ -200,10 +208,11 @@ pub async fn snapshot(a: SnapshotArgs, run: &Run<'_>) -> Result<(), CliError> {
         .format("snapshot_%Y%m%d_%H%M%S.zip")
         .to_string();
     let path = a.out_dir.join(name);
-    let mut file = std::fs::File::create(&path)
+    let file = std::fs::File::create(&path)
         .map_err(|e| CliError::caused(format!("Failed to create file at {:?}", path), e))?;
-    std::io::Write::write_all(&mut file, &snapshot.0)
+    write_snapshot(file, &snapshot.0, progress.as_ref())
         .map_err(|e| CliError::caused("Failed to write snapshot data to file", e))?;
+    drop(progress);
     let size = snapshot.0.len();
     out.table(&property_table(vec![
         ("File Path", path.display().to_string()),
@@ -211,6 +220,23 @@ pub async fn snapshot(a: SnapshotArgs, run: &Run<'_>) -> Result<(), CliError> {
     ]));
     out.json(&serde_json::json!({"file_path": path.display().to_string(), "file_size": size}));
     Ok(())
+}
+
+/// Writes the archive in chunks so the progress line can count the bytes.
+fn write_snapshot(
+    mut file: std::fs::File,
+    data: &[u8],
+    progress: Option<&Progress>,
+) -> std::io::Result<()> {
+    let mut written = 0usize;
+    for chunk in data.chunks(SNAPSHOT_WRITE_CHUNK_BYTES) {
+        file.write_all(chunk)?;
+        written += chunk.len();
+        if let Some(p) = progress {
+            p.set_message(format!("{written} of {} bytes written", data.len()));
+        }
+    }
+    file.flush()
 }
 
 pub async fn clients(action: ClientAction, run: &Run<'_>) -> Result<(), CliError> {

@@ -6,6 +6,8 @@
 //! WebSocket TLS with a CA file or insecure mode, and the `context` commands
 //! repairing a broken `contexts.toml`.
 
+mod progress_and_debug;
+
 use crate::support::{Server, User};
 
 fn payloads(stdout: &str) -> Vec<String> {
