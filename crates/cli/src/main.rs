@@ -11,6 +11,7 @@ mod banner;
 mod cmd;
 mod context;
 mod credentials;
+mod debug_log;
 mod error;
 mod output;
 mod parse;
@@ -53,7 +54,7 @@ fn main() -> ExitCode {
         Some(_) => {}
     }
     if let Some(path) = &cli.global.debug {
-        start_debug_log(path, &cli);
+        debug_log::start(path);
     }
     let out = Out {
         quiet: cli.global.quiet,
@@ -75,8 +76,17 @@ fn main() -> ExitCode {
     let result = runtime.block_on(app::run(cli, &out));
     runtime.shutdown_background();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            tracing::debug!(target: debug_log::TARGET, "exit code 0");
+            ExitCode::SUCCESS
+        }
         Err(error) => {
+            tracing::error!(
+                target: debug_log::TARGET,
+                exit_code = error.exit_code(),
+                "Error: {}",
+                error.render()
+            );
             match (&error, out.format) {
                 (error::CliError::NotFound, _) => {}
                 (_, OutputFormat::Text) => eprintln!("Error: {}", error.render()),
@@ -119,11 +129,4 @@ fn print_banner() {
         help.trim_end(),
         banner::FOOTER
     ));
-}
-
-/// `-d FILE`: the file is replaced by a trace of this run.
-fn start_debug_log(path: &std::path::Path, cli: &Cli) {
-    let _ = std::fs::remove_file(path);
-    let stamp = chrono::Utc::now().to_rfc3339();
-    let _ = std::fs::write(path, format!("{stamp} TRACE iggy-cli: {cli:?}\n"));
 }

@@ -175,7 +175,8 @@ pub struct GlobalArgs {
     #[arg(short, long, action = ArgAction::SetTrue)]
     pub quiet: bool,
 
-    /// Write a debug log of the run to this file (the file is replaced)
+    /// Write a TRACE-level log of the run (CLI and SDK events) to this file;
+    /// an existing file is replaced
     #[arg(short, long)]
     pub debug: Option<PathBuf>,
 

@@ -1,6 +1,7 @@
-//! §9.6 progress lines against the real server: the line goes to stderr
-//! only (forced onto a pipe with `--progress`, by default on a terminal
-//! unless `-q`), stdout stays byte for byte what it is without it.
+//! §9.6 progress lines and §3.2 `-d/--debug` against the real server: the
+//! line goes to stderr only (forced onto a pipe with `--progress`, by
+//! default on a terminal unless `-q`), stdout stays byte for byte what it
+//! is without it; the debug file is replaced by the SDK's TRACE log.
 
 use crate::support::{Run, Server, User};
 use std::path::Path;
@@ -149,4 +150,60 @@ fn given_terminal_stderr_when_consuming_should_draw_unless_quiet() {
             piped
         );
     }
+}
+
+#[test]
+fn given_debug_file_when_running_should_replace_it_with_the_sdk_trace_log() {
+    let server = Server::start();
+    let u = User::new(Some(&server));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("debug.log");
+    let log_arg = log.to_str().unwrap();
+    std::fs::write(&log, "stale content\n").unwrap();
+
+    let traced = u.ok(&["-d", log_arg, "stream", "list"]);
+    assert_eq!(traced.stdout, u.ok(&["stream", "list"]).stdout);
+    assert_eq!(traced.errors(), "");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("stale content"));
+    // The SDK's own events at TRACE level, with their targets.
+    assert!(
+        text.lines().any(|l| l.contains(" TRACE ")
+            && l.contains("iggy::tcp::tcp_client:")
+            && l.contains("Sent a TCP request with code")),
+        "{text}"
+    );
+    // The CLI's events: its output lines and the exit code.
+    assert!(text.contains("iggy_cli: Executing list streams in table mode"));
+    assert!(text.contains("iggy_cli: exit code 0"));
+    // Every event starts with an RFC 3339 UTC timestamp.
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.len() > 27 && first.as_bytes()[10] == b'T' && first[..27].ends_with('Z'),
+        "{first}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // -q hides stdout, not the log; a failure is logged with its error.
+    u.ok(&["stream", "create", "dup"]);
+    let failed = u.run(&["-q", "-d", log_arg, "stream", "create", "dup"]);
+    assert_eq!((failed.code, failed.stdout.as_str()), (1, ""));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("iggy_cli: Executing create stream with name: dup"));
+    assert!(text.contains("ERROR") && text.contains("Error: CommandError(Problem creating stream"));
+
+    // A file that cannot be created is a warning; the command still runs.
+    let missing = dir.path().join("no/such/dir/debug.log");
+    let run = u.ok(&["-d", missing.to_str().unwrap(), "stream", "list"]);
+    assert!(run.stdout.starts_with("Executing list streams"));
+    assert!(
+        run.stderr.contains("cannot write the debug log"),
+        "{}",
+        run.stderr
+    );
 }
