@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster_metadata;
+pub mod cluster_partition;
 pub mod encryption;
 pub mod metadata;
 pub mod metadata_group;

@@ -334,3 +334,187 @@ fn given_soak_rounds_when_nodes_are_killed_and_restarted_should_lose_no_stream()
         });
     }
 }
+
+/// Each message's offset and payload in partition `partition` of
+/// `orders/t`, as the node at `tcp` serves them (empty while it cannot
+/// log in or poll).
+async fn messages_on(tcp: SocketAddr, partition: u32) -> Vec<(u64, Vec<u8>)> {
+    let client = harness::sdk::tcp_client(tcp).await;
+    if client.login_user("iggy", "iggy").await.is_err() {
+        return Vec::new();
+    }
+    let polled = client
+        .poll_messages(
+            &harness::sdk::name("orders"),
+            &harness::sdk::name("t"),
+            Some(partition),
+            &Consumer::new(harness::sdk::id(1)),
+            &PollingStrategy::offset(0),
+            1000,
+            false,
+        )
+        .await;
+    let _ = client.logout_user().await;
+    polled.map_or_else(
+        |_| Vec::new(),
+        |p| {
+            p.messages
+                .into_iter()
+                .map(|m| (m.header.offset, m.payload.to_vec()))
+                .collect()
+        },
+    )
+}
+
+/// Sends `count` messages tagged `tag` to partition `partition` through the
+/// node at `tcp`.
+async fn send_to(tcp: SocketAddr, partition: u32, tag: &str, count: u32) -> Result<(), IggyError> {
+    let client = harness::sdk::tcp_client(tcp).await;
+    client.login_user("iggy", "iggy").await?;
+    let mut batch: Vec<IggyMessage> = (0..count)
+        .map(|i| {
+            IggyMessage::builder()
+                .payload(format!("{tag}-{i}").into_bytes().into())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let sent = client
+        .send_messages(
+            &harness::sdk::name("orders"),
+            &harness::sdk::name("t"),
+            &Partitioning::partition_id(partition),
+            &mut batch,
+        )
+        .await;
+    let _ = client.logout_user().await;
+    sent.map(|_| ())
+}
+
+async fn stored_offset_on(tcp: SocketAddr, consumer: u32) -> Option<u64> {
+    let client = harness::sdk::tcp_client(tcp).await;
+    client.login_user("iggy", "iggy").await.ok()?;
+    let stored = client
+        .get_consumer_offset(
+            &Consumer::new(harness::sdk::id(consumer)),
+            &harness::sdk::name("orders"),
+            &harness::sdk::name("t"),
+            Some(0),
+        )
+        .await
+        .ok()??;
+    Some(stored.stored_offset)
+}
+
+#[test]
+fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offsets() {
+    let mut nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    let follower = (leader + 1) % usize::from(NODES);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
+        let options = TopicCreateOptions {
+            partitions_count: Some(2),
+            ..TopicCreateOptions::default()
+        };
+        client
+            .create_topic(&harness::sdk::name("orders"), "t", &options)
+            .await
+            .unwrap();
+        for batch in 0..3 {
+            send_to(tcp(&nodes, leader), 0, &format!("b{batch}"), 10)
+                .await
+                .unwrap();
+        }
+        // Through a follower: forwarded to the partition group's primary.
+        send_to(tcp(&nodes, follower), 0, "via-follower", 5)
+            .await
+            .unwrap();
+    });
+    let expected = runtime.block_on(messages_on(tcp(&nodes, leader), 0));
+    assert_eq!(expected.len(), 35, "every message on the leader");
+    assert_eq!(
+        expected.iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+        (0..35).collect::<Vec<_>>(),
+        "offsets in order, none skipped"
+    );
+    assert_eq!(expected[30].1, b"via-follower-0");
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} serves every message"), || {
+            runtime.block_on(messages_on(tcp(&nodes, i), 0)) == expected
+        });
+    }
+
+    // An offset stored through a follower is stored on every node.
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp(&nodes, follower)).await;
+        client
+            .store_consumer_offset(
+                &Consumer::new(harness::sdk::id(5)),
+                &harness::sdk::name("orders"),
+                &harness::sdk::name("t"),
+                Some(0),
+                12,
+            )
+            .await
+            .unwrap();
+    });
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} holds the stored offset"), || {
+            runtime.block_on(stored_offset_on(tcp(&nodes, i), 5)) == Some(12)
+        });
+    }
+
+    // The leader dies: the survivors elect, and sends go on through them.
+    nodes[leader].server.take().unwrap().kill();
+    eventually("a survivor accepts a send", || {
+        runtime
+            .block_on(send_to(tcp(&nodes, follower), 0, "after-kill", 5))
+            .is_ok()
+    });
+    let after = runtime.block_on(messages_on(tcp(&nodes, follower), 0));
+    assert!(after.len() >= 40, "{} messages", after.len());
+    assert_eq!(after[..35], expected[..], "nothing acknowledged lost");
+
+    // The killed node restarts on its data and catches up.
+    let node = &mut nodes[leader];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    eventually("the restarted node serves what the survivors serve", || {
+        let restarted = runtime.block_on(messages_on(tcp(&nodes, leader), 0));
+        restarted.len() >= after.len()
+            && restarted == runtime.block_on(messages_on(tcp(&nodes, follower), 0))
+    });
+    for node in &nodes {
+        let streams = node.workdir.path().join("local_data/streams");
+        let journals = find_named(&streams, "prepares-");
+        assert_eq!(
+            journals,
+            2,
+            "{}: a journal per partition",
+            streams.display()
+        );
+    }
+}
+
+/// How many directories under `dir` have a name starting with `prefix`.
+fn find_named(dir: &std::path::Path, prefix: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| {
+            let own = usize::from(e.file_name().to_string_lossy().starts_with(prefix));
+            own + find_named(&e.path(), prefix)
+        })
+        .sum()
+}

@@ -18,11 +18,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use consensus::vsr::NotAdmitted;
-use consensus::vsr::message::{Message, ReplicaId, Request};
+use consensus::vsr::message::{Entry, Message, ReplicaId, Request};
 use consensus::{ClientId, Op, RequestNumber, View};
 use storage::Storage;
 
-use crate::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState};
+use crate::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind};
 use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine};
 
 /// Outcomes kept for the submitters to collect (older ones are dropped:
@@ -33,17 +33,32 @@ const OUTCOMES_KEPT: usize = 4096;
 #[allow(async_fn_in_trait)]
 pub trait Applier {
     /// Applies the op committed at `number`, which applied cleanly here
-    /// (`outcome`), to the node's public state.
-    async fn apply(&mut self, number: Op, op: &MetadataOp, outcome: &ApplyOutcome);
+    /// (`outcome`), to the node's public state; `created` is the partition
+    /// incarnations' start views, this op's creations included.
+    async fn apply(
+        &mut self,
+        number: Op,
+        op: &MetadataOp,
+        outcome: &ApplyOutcome,
+        created: &CreatedViews,
+    );
     /// The state was replaced wholesale (a checkpoint at boot, or one
     /// installed by state transfer), as of the op `commit`.
-    async fn restored(&mut self, state: &MetadataState, commit: Op);
+    async fn restored(&mut self, state: &MetadataState, commit: Op, created: &CreatedViews);
 }
+
+/// The view each partition incarnation's group starts in (replication spec
+/// §2: the metadata view whose primary admitted the create, so partition
+/// primaries start on the metadata primary), by the incarnation: the
+/// partition's `created_at_us`, which is the creating op's timestamp,
+/// unique in the cluster because the primary's timestamps only grow.
+pub type CreatedViews = BTreeMap<u64, View>;
 
 /// The group's state machine: our copy of the state, the applier, and the
 /// outcome of each recent op.
 pub struct Machine<A: Applier> {
     state: MetadataState,
+    created: CreatedViews,
     /// The op `state` is as of.
     applied: Op,
     applier: A,
@@ -51,16 +66,28 @@ pub struct Machine<A: Applier> {
 }
 
 impl<A: Applier> StateMachine for Machine<A> {
-    async fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8> {
+    async fn apply(&mut self, entry: &Entry) -> Vec<u8> {
+        let op = entry.op;
         // A body this build cannot decode was committed by a newer one:
         // going on would fork the state (fail-stop, replication spec §6.7).
-        let decoded = MetadataOp::decode(body)
+        let decoded = MetadataOp::decode(&entry.body)
             .unwrap_or_else(|e| panic!("committed metadata op {op} cannot be decoded: {e}"));
-        assert_eq!(decoded.timestamp_us, timestamp_us, "stamped as prepared");
+        assert_eq!(
+            decoded.timestamp_us, entry.timestamp_us,
+            "stamped as prepared"
+        );
         let outcome = self.state.apply(&decoded);
         self.applied = op;
         if let Ok(applied) = &outcome {
-            self.applier.apply(op, &decoded, applied).await;
+            if matches!(
+                decoded.kind,
+                OpKind::CreateTopic { .. } | OpKind::CreatePartitions { .. }
+            ) {
+                self.created.insert(entry.timestamp_us, entry.view);
+            }
+            self.applier
+                .apply(op, &decoded, applied, &self.created)
+                .await;
         }
         self.outcomes.insert(op, outcome);
         while self.outcomes.len() > OUTCOMES_KEPT {
@@ -69,21 +96,53 @@ impl<A: Applier> StateMachine for Machine<A> {
         Vec::new()
     }
 
-    /// The op the state is as of (u64 LE), then the state.
+    /// ```text
+    /// u64 op the state is as of | u32 n | n x (u64 incarnation, u32 view)
+    /// | the state (MetadataState snapshot)
+    /// ```
+    /// (little-endian; only the start views of partitions that exist.)
     fn snapshot(&self) -> Vec<u8> {
+        let live: std::collections::BTreeSet<u64> = self
+            .state
+            .streams()
+            .flat_map(|s| s.topics())
+            .flat_map(|t| t.partitions().iter().map(|p| p.created_at_us))
+            .collect();
+        let created: Vec<(u64, View)> = self
+            .created
+            .iter()
+            .filter(|(at, _)| live.contains(at))
+            .map(|(at, view)| (*at, *view))
+            .collect();
         let mut out = self.applied.0.to_le_bytes().to_vec();
+        let count = u32::try_from(created.len()).expect("partitions fit u32");
+        out.extend_from_slice(&count.to_le_bytes());
+        for (at, view) in created {
+            out.extend_from_slice(&at.to_le_bytes());
+            out.extend_from_slice(&view.0.to_le_bytes());
+        }
         self.state.encode_snapshot(&mut out);
         out
     }
 
     async fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let (commit, state) = bytes
-            .split_first_chunk::<8>()
-            .ok_or("a metadata checkpoint without its op")?;
-        self.state = MetadataState::decode_snapshot(state).map_err(|e| e.to_string())?;
+        let cut = || "a metadata checkpoint cut short".to_owned();
+        let (commit, rest) = bytes.split_first_chunk::<8>().ok_or_else(cut)?;
+        let (count, mut rest) = rest.split_first_chunk::<4>().ok_or_else(cut)?;
+        let mut created = CreatedViews::new();
+        for _ in 0..u32::from_le_bytes(*count) {
+            let (at, tail) = rest.split_first_chunk::<8>().ok_or_else(cut)?;
+            let (view, tail) = tail.split_first_chunk::<4>().ok_or_else(cut)?;
+            created.insert(u64::from_le_bytes(*at), View(u32::from_le_bytes(*view)));
+            rest = tail;
+        }
+        self.state = MetadataState::decode_snapshot(rest).map_err(|e| e.to_string())?;
+        self.created = created;
         self.applied = Op(u64::from_le_bytes(*commit));
         self.outcomes.clear();
-        self.applier.restored(&self.state, self.applied).await;
+        self.applier
+            .restored(&self.state, self.applied, &self.created)
+            .await;
         Ok(())
     }
 }
@@ -126,6 +185,7 @@ impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
         assert!(nonce != 0, "a boot nonce is never zero");
         let machine = Machine {
             state: MetadataState::new(),
+            created: CreatedViews::new(),
             applied: Op::ZERO,
             applier,
             outcomes: BTreeMap::new(),

@@ -34,12 +34,18 @@ struct Recorder {
 }
 
 impl Applier for Recorder {
-    async fn apply(&mut self, _number: Op, op: &MetadataOp, _outcome: &ApplyOutcome) {
+    async fn apply(
+        &mut self,
+        _number: Op,
+        op: &MetadataOp,
+        _outcome: &ApplyOutcome,
+        _created: &CreatedViews,
+    ) {
         if let OpKind::CreateStream { name } = &op.kind {
             self.applied.push(name.clone());
         }
     }
-    async fn restored(&mut self, _state: &MetadataState, _commit: Op) {
+    async fn restored(&mut self, _state: &MetadataState, _commit: Op, _created: &CreatedViews) {
         self.restored += 1;
     }
 }

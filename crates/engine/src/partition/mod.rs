@@ -269,6 +269,66 @@ impl<S: Storage> Partition<S> {
         Ok((receipt, Committed { op, commit }))
     }
 
+    /// Cluster mode: appends a committed op's batch at the offset its
+    /// primary stamped (`base_offset`), with the op's timestamp, and waits
+    /// until it is written (a poll after the reply sees it). A batch this
+    /// log holds already (an op applied before a restart and replayed from
+    /// the group's journal) is skipped: the answer is the same receipt
+    /// offset. The group's journal holds the op, so the segment write
+    /// needs no fsync of its own.
+    pub async fn apply_append(
+        &self,
+        buffer: Vec<u8>,
+        range: Range<usize>,
+        base_offset: Offset,
+        timestamp_us: u64,
+    ) -> Result<Offset> {
+        let next = self.log.next_offset();
+        if base_offset < next {
+            return Ok(base_offset); // applied before a restart
+        }
+        assert_eq!(
+            base_offset, next,
+            "a replicated append lands at the end of the log"
+        );
+        let receipt = self
+            .log
+            .append_at_when_ready(buffer, range, || timestamp_us)
+            .await?;
+        assert_eq!(receipt.base_offset, base_offset, "offsets as stamped");
+        self.log.wait_written(receipt.last_offset).await?;
+        Ok(receipt.base_offset)
+    }
+
+    /// Cluster mode: stores a committed offset op (checked against this
+    /// log as every replica checks it, so all agree). Returns whether it
+    /// reaches what this node served to that consumer.
+    pub async fn apply_store_offset(&self, consumer: ConsumerKey, offset: Offset) -> Result<bool> {
+        match self.log.last_offset() {
+            Some(last) if offset <= last => {}
+            _ => return Err(PartitionError::OffsetBeyondEnd { offset }),
+        }
+        self.offsets.borrow_mut().insert(consumer, offset);
+        let fsync = self.offset_durability == Durability::Persisted;
+        self.offsets_store
+            .store(consumer.0, consumer.1, offset, fsync)
+            .await?;
+        Ok(self
+            .served
+            .borrow()
+            .get(&consumer)
+            .is_none_or(|&served| offset >= served))
+    }
+
+    /// Cluster mode: deletes a consumer's offset as a committed op says.
+    pub async fn apply_delete_offset(&self, consumer: ConsumerKey) -> Result<()> {
+        if self.offsets.borrow_mut().remove(&consumer).is_none() {
+            return Err(PartitionError::OffsetNotFound);
+        }
+        self.offsets_store.delete(consumer.0, consumer.1).await?;
+        Ok(())
+    }
+
     /// Waits until the batch may be acknowledged: written to the kernel
     /// (it survives a process kill) or, under `persisted`, fsynced.
     async fn make_acknowledgeable(&self, receipt: &AppendReceipt) -> Result<()> {

@@ -47,9 +47,16 @@ use storage::{Storage, StorageError};
 /// thread per shard, so the futures need not be `Send`.
 #[allow(async_fn_in_trait)]
 pub trait StateMachine: Sized {
-    /// Applies one committed body (deterministically: equal states and
-    /// equal entries give equal states and results everywhere).
-    async fn apply(&mut self, op: Op, timestamp_us: u64, body: &[u8]) -> Vec<u8>;
+    /// Applies one committed entry (deterministically: equal states and
+    /// equal entries give equal states and results everywhere). A machine
+    /// whose state lives outside the checkpoint (a partition's segments)
+    /// must also take an entry it applied before a restart as a no-op.
+    async fn apply(&mut self, entry: &Entry) -> Vec<u8>;
+    /// Makes everything applied so far durable; runs before each
+    /// checkpoint drops the journal below it.
+    async fn persist(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// The state as bytes (equal states give equal bytes).
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with the one `snapshot` wrote (a checkpoint at
@@ -80,6 +87,10 @@ pub struct Placement {
     pub created_view: View,
     pub timing: Timing,
     pub limits: Limits,
+    /// The journal is fsynced where the replica asks for durability; a
+    /// group that is `replicated` only writes it to the kernel (it
+    /// survives a process kill, replication spec §4.3).
+    pub fsync: bool,
 }
 
 /// Why a group could not open or go on.
@@ -104,6 +115,7 @@ pub struct Group<S: Storage, M: StateMachine> {
     /// What the superblock durably says (`None`: never written).
     persisted: Option<Superblock>,
     machine: M,
+    fsync: bool,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
 }
@@ -168,6 +180,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             identity: placement.identity,
             persisted,
             machine,
+            fsync: placement.fsync,
             replies,
         })
     }
@@ -221,7 +234,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     assert_eq!(sequence, entry.op.0, "journal sequence = op");
                 }
                 Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,
-                Action::Sync => self.journal.sync().await?,
+                Action::Sync if self.fsync => self.journal.sync().await?,
+                Action::Sync => self.journal.write_out().await?,
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);
                     self.store_superblock(view, log_view, uncertain).await?;
@@ -232,10 +246,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         .await?;
                 }
                 Action::Apply(entry) => {
-                    let result = self
-                        .machine
-                        .apply(entry.op, entry.timestamp_us, &entry.body)
-                        .await;
+                    let result = self.machine.apply(&entry).await;
                     if entry.client.0 != 0 {
                         self.replies.insert(entry.client, (entry.op, result));
                     }
@@ -257,6 +268,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     });
                 }
                 Action::Checkpoint(mut snapshot) => {
+                    self.machine.persist().await?;
                     snapshot.state = encode_state(&self.machine, &self.replies);
                     let payload = encode_snapshot(&snapshot);
                     self.journal

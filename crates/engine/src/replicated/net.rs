@@ -57,6 +57,7 @@ pub(crate) fn placement(replica: u8, limits: Limits) -> Placement {
         created_view: View(0),
         timing: TIMING,
         limits,
+        fsync: true,
     }
 }
 

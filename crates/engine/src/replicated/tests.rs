@@ -17,9 +17,9 @@ use super::*;
 struct Log(Vec<Vec<u8>>);
 
 impl StateMachine for Log {
-    async fn apply(&mut self, op: Op, _timestamp_us: u64, body: &[u8]) -> Vec<u8> {
-        self.0.push(body.to_vec());
-        op.0.to_le_bytes().to_vec()
+    async fn apply(&mut self, entry: &Entry) -> Vec<u8> {
+        self.0.push(entry.body.clone());
+        entry.op.0.to_le_bytes().to_vec()
     }
     fn snapshot(&self) -> Vec<u8> {
         let mut out = Vec::new();

@@ -77,6 +77,7 @@ pub fn prepare(
                 - u64::from(config.metadata.prepare_queue_depth.max(64)),
             ..Limits::default()
         },
+        fsync: true,
     };
     let roster_http = (0..replicas)
         .map(|id| {

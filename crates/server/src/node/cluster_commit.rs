@@ -30,7 +30,7 @@ use consensus::{Op, RequestNumber, View};
 use crossfire::mpsc::{Array, bounded_async};
 use crossfire::oneshot::{RxOneshot, TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx};
-use engine::cluster_metadata::{Applier, ClusterMetadata, Submit};
+use engine::cluster_metadata::{Applier, ClusterMetadata, CreatedViews, Submit};
 use engine::metadata::permissions::Permissions;
 use engine::metadata::user::UserStatus;
 use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind, UserId};
@@ -203,10 +203,17 @@ impl ClusterCommitter {
         let (links, inbound) =
             Links::start(links, listener).unwrap_or_else(|e| fatal(&format!("replica links: {e}")));
         info!(replica = local, %listen, "metadata replica started");
+        if let Some(shared) = &node.ctx.cluster {
+            shared.set_links(links.sender());
+        }
         let frames = self.tx.clone();
+        let router = node.clone();
         compio::runtime::spawn(async move {
             while let Ok(frame) = inbound.recv().await {
-                if frames.send(Input::Frame(frame)).await.is_err() {
+                if frame.group != METADATA_GROUP {
+                    // A partition group's: to the partition's owner shard.
+                    router.deliver_replica_frame(frame);
+                } else if frames.send(Input::Frame(frame)).await.is_err() {
                     return;
                 }
             }
@@ -306,6 +313,18 @@ impl Task {
         op: MetadataOp,
         reply: TxOneshot<CommitResult>,
     ) -> Result<Vec<Effect>, GroupError> {
+        // A purge resets partition offsets outside the partition groups'
+        // order; replicating it needs a partition op of its own.
+        if matches!(
+            op.kind,
+            OpKind::PurgeStream { .. } | OpKind::PurgeTopic { .. }
+        ) {
+            let refused = MetadataError::NotInCluster {
+                what: "purging a stream or topic",
+            };
+            answer(reply, Err(refused), 0);
+            return Ok(Vec::new());
+        }
         let forwardable = matches!(
             op.kind,
             OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }
@@ -348,9 +367,10 @@ impl Task {
     }
 
     async fn on_frame(&mut self, frame: Frame) -> Result<Vec<Effect>, GroupError> {
-        if frame.group != METADATA_GROUP {
-            return Ok(Vec::new()); // partition groups are not built yet
-        }
+        assert_eq!(
+            frame.group, METADATA_GROUP,
+            "partition frames are routed apart"
+        );
         match frame.message {
             Message::ForwardRequest { nonce, body, .. } => {
                 self.on_forwarded(frame.from, nonce, &body).await
@@ -590,7 +610,16 @@ struct NodeApplier {
 }
 
 impl Applier for NodeApplier {
-    async fn apply(&mut self, number: Op, op: &MetadataOp, outcome: &ApplyOutcome) {
+    async fn apply(
+        &mut self,
+        number: Op,
+        op: &MetadataOp,
+        outcome: &ApplyOutcome,
+        created: &CreatedViews,
+    ) {
+        if let Some(shared) = &self.node.ctx.cluster {
+            shared.set_created(created);
+        }
         let applied = self
             .node
             .apply_local(op)
@@ -607,7 +636,10 @@ impl Applier for NodeApplier {
 
     /// A checkpoint replaced the state (at boot, or by state transfer):
     /// every shard takes it, and opens the partitions it owns there.
-    async fn restored(&mut self, state: &MetadataState, commit: Op) {
+    async fn restored(&mut self, state: &MetadataState, commit: Op, created: &CreatedViews) {
+        if let Some(shared) = &self.node.ctx.cluster {
+            shared.set_created(created);
+        }
         if let Err(e) = self.node.replace_metadata(state.clone(), commit.0).await {
             fatal(&format!("cannot install the metadata checkpoint: {e:#}"));
         }

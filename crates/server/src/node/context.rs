@@ -13,6 +13,7 @@ use engine::encryption::Keyring;
 use tracing::warn;
 
 use super::clients::ClientRegistry;
+use super::partition_replica::ClusterShared;
 use super::partition_stats::PartitionStatsRegistry;
 use super::process_stats;
 use super::shard_message::ShardMessage;
@@ -69,6 +70,7 @@ pub struct ContextOptions {
     pub limits: Limits,
     pub advertised: Advertised,
     pub encryption: Option<Arc<Keyring>>,
+    pub cluster: Option<Arc<ClusterShared>>,
 }
 
 pub struct ServerContext {
@@ -84,6 +86,8 @@ pub struct ServerContext {
     /// Encryption at rest: seals produced batches and opens polled ones;
     /// `None` when it is disabled.
     pub encryption: Option<Arc<Keyring>>,
+    /// Cluster mode: what the partition groups on every shard share.
+    pub cluster: Option<Arc<ClusterShared>>,
     pub clients: ClientRegistry,
     pub partition_stats: PartitionStatsRegistry,
     /// Counters of every shard and transport (`/metrics`).
@@ -108,6 +112,7 @@ impl ServerContext {
             started_at_us: process_stats::now_us(),
             advertised: options.advertised,
             encryption: options.encryption,
+            cluster: options.cluster,
             clients: ClientRegistry::default(),
             partition_stats: PartitionStatsRegistry::default(),
             metrics: Metrics::with_shards(command_labels(), options.shard_count),

@@ -115,6 +115,14 @@ impl Node {
             if !self.owns(addr.ns()) {
                 continue;
             }
+            // A cluster node replaying the create after a restart holds
+            // this incarnation already: it opens it.
+            if self.ctx.cluster.is_some() && self.holds_incarnation(addr).await {
+                if let Err(e) = self.open_partition(addr, &options, purge_generation).await {
+                    error!(?addr, "cannot open the partition log: {e}");
+                }
+                continue;
+            }
             // A new partition starts empty: a directory left by a deletion
             // that a crash interrupted must not be adopted.
             let dir = self.partition_dir(addr);

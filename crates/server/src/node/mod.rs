@@ -20,6 +20,7 @@ pub mod context;
 mod effects;
 pub mod heartbeat;
 pub mod ownership;
+pub mod partition_replica;
 pub mod partition_stats;
 pub mod partitions;
 pub mod process_stats;

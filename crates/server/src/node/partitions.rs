@@ -12,9 +12,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
+use engine::cluster_partition::{Applied, Command};
 use engine::metadata::topic::options::{Durability, TopicOptions};
 pub use engine::partition::Committed;
 use engine::partition::{Partition, PartitionError, PartitionOptions, PollRequest};
+use engine::replicated::GroupError;
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use protocol::responses::PollReplyHeader;
@@ -23,6 +25,7 @@ use tracing::{error, info, warn};
 
 use super::Node;
 use super::ownership::{namespace, owner};
+use super::partition_replica::{Outcome, PartitionReplica};
 use super::partition_stats::PartitionStats;
 use super::shard_message::ShardMessage;
 use server::config::DirectIo;
@@ -143,10 +146,18 @@ impl PartitionAddr {
 /// One partition owned by this shard: the engine's partition (its rules
 /// over the real disk) and the figures every shard's replies show.
 pub struct OwnedPartition {
-    pub partition: Partition<RealStorage>,
+    pub partition: Rc<Partition<RealStorage>>,
     stats: Arc<PartitionStats>,
     partition_id: u32,
+    /// Cluster mode: this node's replica of the partition's group, through
+    /// which every change goes.
+    replica: Option<PartitionReplica>,
 }
+
+/// The file in a cluster partition's directory naming the incarnation the
+/// directory holds (a counter file, `storage::counter_file`): a directory
+/// of an older incarnation is removed before the new one is created.
+pub const CREATED_REVISION_FILE: &str = "created.revision";
 
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
@@ -183,6 +194,8 @@ impl Node {
                 DirectIo::Never => false,
             },
             direct_sync: persisted,
+            // In a cluster the offsets come from the group's ops.
+            follow_log_end: self.ctx.cluster.is_some(),
             ..LogOptions::default()
         };
         PartitionOptions {
@@ -202,6 +215,7 @@ impl Node {
     ) -> Result<(), StorageError> {
         let dir = self.partition_dir(addr);
         let options = self.partition_options(addr, options);
+        let durability = options.durability;
         let opened = Partition::open(RealStorage, &dir, options, purge_generation).await?;
         if !opened.report.truncated.is_empty() {
             warn!(dir = %dir.display(), truncated = ?opened.report.truncated, "recovered a partition with a torn tail");
@@ -212,8 +226,30 @@ impl Node {
         if opened.purge_completed {
             info!(?addr, "completed a purge interrupted by a restart");
         }
-        self.adopt_partition(addr, opened.partition);
-        Ok(())
+        self.adopt_partition(addr, opened.partition, durability)
+            .await
+    }
+
+    /// Cluster mode: the incarnation of a partition (its `created_at_us`)
+    /// as the metadata names it.
+    pub(super) fn incarnation(&self, addr: PartitionAddr) -> Option<u64> {
+        let metadata = self.metadata();
+        let partition = metadata
+            .stream(engine::metadata::StreamId(addr.stream))?
+            .topic(engine::metadata::TopicId(addr.topic))?
+            .partition(engine::metadata::PartitionId(addr.partition))?;
+        Some(partition.created_at_us)
+    }
+
+    /// Cluster mode: whether the partition's directory holds the
+    /// incarnation the metadata names (so an op replayed after a restart
+    /// adopts it instead of creating the partition afresh).
+    pub(super) async fn holds_incarnation(&self, addr: PartitionAddr) -> bool {
+        let Some(incarnation) = self.incarnation(addr) else {
+            return false;
+        };
+        let path = self.partition_dir(addr).join(CREATED_REVISION_FILE);
+        matches!(storage::counter_file::load(&RealStorage, &path).await, Ok(Some(held)) if held == incarnation)
     }
 
     /// Creates a new partition of a topic that was purged
@@ -227,17 +263,53 @@ impl Node {
     ) -> Result<(), StorageError> {
         let dir = self.partition_dir(addr);
         let options = self.partition_options(addr, options);
+        let durability = options.durability;
         let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
-        self.adopt_partition(addr, partition);
-        Ok(())
+        if self.ctx.cluster.is_some() {
+            let incarnation = self.incarnation(addr).unwrap_or(0);
+            let path = dir.join(CREATED_REVISION_FILE);
+            storage::counter_file::store(&RealStorage, &path, incarnation).await?;
+        }
+        self.adopt_partition(addr, partition, durability).await
     }
 
-    fn adopt_partition(&self, addr: PartitionAddr, partition: Partition<RealStorage>) {
+    async fn adopt_partition(
+        &self,
+        addr: PartitionAddr,
+        partition: Partition<RealStorage>,
+        durability: Durability,
+    ) -> Result<(), StorageError> {
         let ns = addr.ns();
+        let partition = Rc::new(partition);
+        let replica = match &self.ctx.cluster {
+            Some(shared) => {
+                let incarnation = self.incarnation(addr).unwrap_or(0);
+                let started = PartitionReplica::start(
+                    shared.clone(),
+                    ns,
+                    incarnation,
+                    &self.partition_dir(addr),
+                    durability == Durability::Persisted,
+                    partition.clone(),
+                )
+                .await;
+                match started {
+                    Ok(replica) => Some(replica),
+                    Err(GroupError::Storage(e)) => return Err(e),
+                    Err(e) => {
+                        return Err(StorageError::InvalidOptions {
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+            }
+            None => None,
+        };
         let owned = OwnedPartition {
             partition,
             stats: self.ctx.partition_stats.cell(ns),
             partition_id: addr.partition,
+            replica,
         };
         owned.publish_stats();
         // A background flush can roll segments over after an append has
@@ -247,6 +319,34 @@ impl Node {
             .log()
             .observe_flushes(Rc::new(move |log| publish_stats(log, &stats)));
         self.partitions.borrow_mut().insert(ns, Rc::new(owned));
+        Ok(())
+    }
+
+    /// Cluster mode: a frame of a partition group, to that partition's
+    /// owner (this shard or another); a frame of another incarnation, or
+    /// of a partition not materialized here yet, is dropped (the sender
+    /// retransmits).
+    pub fn deliver_replica_frame(&self, frame: consensus::wire::Frame) {
+        let ns = frame.group;
+        let target = owner(ns, self.ctx.shard_count);
+        if target != usize::from(self.shard_id) {
+            if let Err(message) = self.ctx.try_send(target, ShardMessage::ReplicaFrame(frame)) {
+                drop(message);
+                warn!(
+                    ns,
+                    shard = target,
+                    "a shard's inbox is full; partition frame dropped"
+                );
+            }
+            return;
+        }
+        let partition = self.partitions.borrow().get(&ns).cloned();
+        match partition.as_ref().and_then(|p| p.replica.as_ref()) {
+            Some(replica) if replica.incarnation == frame.incarnation => {
+                replica.deliver(frame.from, frame.message);
+            }
+            _ => {}
+        }
     }
 
     /// Runs a partition operation on its owner shard.
@@ -323,6 +423,32 @@ impl Node {
     }
 }
 
+/// The reply to a change committed through the partition's group.
+fn replicated_reply(outcome: Outcome) -> PartitionReply {
+    match outcome {
+        Outcome::Done {
+            applied,
+            op,
+            commit,
+        } => {
+            let committed = Committed { op, commit };
+            match applied {
+                Applied::Appended { base_offset } => PartitionReply::Appended {
+                    base_offset,
+                    committed,
+                },
+                Applied::Stored { caught_up } => PartitionReply::Stored {
+                    caught_up,
+                    committed,
+                },
+                Applied::Deleted => PartitionReply::Deleted(committed),
+                Applied::Failed(code) => PartitionReply::Failed(code),
+            }
+        }
+        Outcome::Refused(code) => PartitionReply::Failed(code),
+    }
+}
+
 /// The wire code for a storage failure.
 /// Publishes a log's figures for every shard's replies.
 fn publish_stats(log: &PartitionLog<RealStorage>, stats: &PartitionStats) {
@@ -357,6 +483,11 @@ impl OwnedPartition {
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
     ) -> Result<PartitionReply, PartitionError> {
+        if let Some(replica) = &self.replica {
+            let outcome = replica.submit(Command::Append { buffer, range }).await;
+            self.publish_stats();
+            return Ok(replicated_reply(outcome));
+        }
         let (receipt, committed) = self
             .partition
             .append(buffer, range, super::process_stats::now_us)
@@ -368,11 +499,31 @@ impl OwnedPartition {
         })
     }
 
-    async fn poll(&self, request: PollRequest) -> Result<PartitionReply, PartitionError> {
+    async fn poll(&self, mut request: PollRequest) -> Result<PartitionReply, PartitionError> {
+        // In a cluster the auto-commit is an op of the group, proposed
+        // without waiting for it (replication spec §4.3).
+        let auto_commit = self.replica.is_some() && std::mem::take(&mut request.auto_commit);
         let polled = self
             .partition
             .poll(request, super::process_stats::now_us())
             .await?;
+        if let (true, Some(replica), Some(last)) = (
+            auto_commit,
+            &self.replica,
+            polled
+                .records
+                .last()
+                .map(|r| r.first_offset.plus(u64::from(r.count) - 1)),
+        ) && self
+            .partition
+            .stored_offset(request.consumer)
+            .is_none_or(|stored| stored < last)
+        {
+            replica.propose(Command::StoreOffset {
+                consumer: request.consumer,
+                offset: last,
+            });
+        }
         let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
             header: PollReplyHeader {
@@ -399,6 +550,12 @@ impl OwnedPartition {
         consumer: ConsumerKey,
         offset: Offset,
     ) -> Result<PartitionReply, PartitionError> {
+        if let Some(replica) = &self.replica {
+            let outcome = replica
+                .submit(Command::StoreOffset { consumer, offset })
+                .await;
+            return Ok(replicated_reply(outcome));
+        }
         let now_us = super::process_stats::now_us();
         let (caught_up, committed) = self
             .partition
@@ -411,6 +568,10 @@ impl OwnedPartition {
     }
 
     async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, PartitionError> {
+        if let Some(replica) = &self.replica {
+            let outcome = replica.submit(Command::DeleteOffset { consumer }).await;
+            return Ok(replicated_reply(outcome));
+        }
         let now_us = super::process_stats::now_us();
         let committed = self.partition.delete_offset(consumer, now_us).await?;
         Ok(PartitionReply::Deleted(committed))

@@ -50,6 +50,9 @@ pub enum ShardMessage {
     },
     /// To a partition's owner: run this partition operation.
     Partition(PartitionCall),
+    /// From shard 0 of a cluster node, to a partition's owner: a frame of
+    /// that partition's group from a peer.
+    ReplicaFrame(consensus::wire::Frame),
 }
 
 /// The WebSocket limits from `[websocket]`. Defined here rather than in

@@ -3,9 +3,11 @@
 //! advertises).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use super::ShardOptions;
 use crate::node::context::{Advertised, ContextOptions, Inbox, ServerContext};
+use crate::node::partition_replica::ClusterShared;
 use crate::transport::BoundAddresses;
 
 pub(super) fn server_context(
@@ -21,6 +23,16 @@ pub(super) fn server_context(
         limits: options.limits.clone(),
         advertised: advertised(bound),
         encryption: options.encryption.clone(),
+        cluster: options.cluster.as_ref().map(|start| {
+            let placement = &start.placement;
+            Arc::new(ClusterShared::new(
+                placement.identity.cluster,
+                placement.identity.replica,
+                placement.replicas,
+                placement.timing,
+                start.nonce,
+            ))
+        }),
     };
     ServerContext::new(context, inboxes)
 }

@@ -327,6 +327,7 @@ async fn shard_main(start: ShardStart) -> Option<String> {
                 shard_state::note_activity();
                 shard.node.serve_partition_call(call)
             }
+            ShardMessage::ReplicaFrame(frame) => shard.node.deliver_replica_frame(frame),
         }
     }
     let abandoned = shard.drain().await;

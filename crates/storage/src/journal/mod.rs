@@ -304,6 +304,14 @@ impl<S: Storage> Journal<S> {
         Ok(())
     }
 
+    /// Writes every record appended so far to the file, without an fsync:
+    /// they survive a process kill, not a power loss (the `replicated`
+    /// durability of a partition group's journal).
+    pub async fn write_out(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.write_pending_locked().await
+    }
+
     /// Stores a snapshot of the state as of `sequence` (which must be
     /// durable or appended) and compacts the WAL prefix it covers.
     pub async fn write_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {

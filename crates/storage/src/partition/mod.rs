@@ -81,6 +81,10 @@ pub struct LogOptions {
     /// Appended bytes allowed to wait for a write before
     /// `ready_for_append` makes the next producer wait for a flush.
     pub max_unwritten_bytes: u64,
+    /// Offsets come from a replicated log (cluster mode): recovery resumes
+    /// at the log's end, never above it at the offset frontier, because
+    /// every replica must mint the offsets the replicated ops name.
+    pub follow_log_end: bool,
 }
 
 impl Default for LogOptions {
@@ -96,6 +100,7 @@ impl Default for LogOptions {
             direct_io: false,
             direct_sync: false,
             max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
+            follow_log_end: false,
         }
     }
 }

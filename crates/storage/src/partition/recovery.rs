@@ -152,7 +152,11 @@ pub(super) async fn open<S: Storage>(
     let last_start = segments
         .last()
         .map_or(Offset::ZERO, |s: &Segment<S::File>| s.start_offset);
-    let next_offset = log_end.max(frontier).max(last_start);
+    let next_offset = if options.follow_log_end {
+        log_end.max(last_start)
+    } else {
+        log_end.max(frontier).max(last_start)
+    };
     let needs_new_segment = segments
         .last()
         .is_none_or(|s| s.size_bytes >= options.segment_size_bytes);
@@ -179,7 +183,7 @@ pub(super) async fn open<S: Storage>(
     state.frontier = reserved;
     // Postcondition: no offset below the old frontier is minted again.
     assert!(
-        next_offset >= frontier && next_offset >= log_end,
+        (options.follow_log_end || next_offset >= frontier) && next_offset >= log_end,
         "no offset reused"
     );
     state.check_offsets();

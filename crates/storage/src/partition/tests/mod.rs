@@ -31,6 +31,7 @@ fn small_options() -> LogOptions {
         direct_io: false,
         direct_sync: false,
         max_unwritten_bytes: 1 << 20,
+        follow_log_end: false,
     }
 }
 

@@ -384,6 +384,31 @@ async fn given_clean_close_when_reopening_should_continue_without_skipping() {
 }
 
 #[compio::test]
+async fn given_a_kill_when_offsets_follow_the_log_end_should_resume_at_the_end_not_the_frontier() {
+    for follow_log_end in [false, true] {
+        let storage = SimStorage::new();
+        let options = LogOptions {
+            follow_log_end,
+            ..small_options()
+        };
+        let (log, _) = open(&storage, options.clone()).await;
+        log.append(record(1, 3, 10), 1).unwrap();
+        log.flush().await.unwrap();
+        drop(log);
+        let storage = storage.crash(CrashMode::Process);
+        let (_, report) = open(&storage, options).await;
+        if follow_log_end {
+            // A replicated log: every replica mints what the ops name.
+            assert_eq!(report.next_offset, Offset(3));
+            assert!(report.skipped_offsets.is_empty());
+        } else {
+            // A single node never reuses an offset it may have shown.
+            assert_eq!(report.next_offset, Offset(64));
+        }
+    }
+}
+
+#[compio::test]
 async fn given_sealed_segments_when_deleting_oldest_should_respect_active_and_barrier() {
     let storage = SimStorage::new();
     let (log, _) = open(
