@@ -36,8 +36,9 @@ impl Stop {
             notify: Notify::new(),
         });
         let watcher = stop.clone();
+        let signalled = signal();
         tokio::spawn(async move {
-            signal().await;
+            signalled.await;
             watcher.flag.store(true, Ordering::SeqCst);
             watcher.notify.notify_waiters();
         });
@@ -56,24 +57,39 @@ impl Stop {
     }
 }
 
+/// SIGINT or SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled, so a signal that arrives before the
+/// watcher task runs is not lost to the default action (ending the process
+/// without the commit).
 #[cfg(unix)]
-async fn signal() {
+fn signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = async {
-            match term.as_mut() {
-                Some(t) => { t.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        tokio::select! {
+            () = received(interrupt.as_mut()) => {}
+            () = received(terminate.as_mut()) => {}
+        }
+    }
+}
+
+#[cfg(unix)]
+async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
     }
 }
 
 #[cfg(not(unix))]
-async fn signal() {
-    let _ = tokio::signal::ctrl_c().await;
+fn signal() -> impl std::future::Future<Output = ()> {
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        let _ = ctrl_c.await;
+    }
 }
 
 pub async fn consume(a: ConsumeArgs, run: &Run<'_>) -> Result<(), CliError> {
