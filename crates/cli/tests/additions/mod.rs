@@ -7,6 +7,7 @@
 //! repairing a broken `contexts.toml`.
 
 mod progress_and_debug;
+mod targeting;
 
 use crate::support::{Server, User};
 
