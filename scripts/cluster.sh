@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A local three-node cluster (metadata replication preview) on 127.0.0.1.
+# A local three-node cluster on 127.0.0.1.
 #
 #   scripts/cluster.sh start [DIR]   build iggy-server (release) and start
 #                                    nodes 0, 1, 2 under DIR (default
@@ -62,7 +62,6 @@ start() {
     } >"$home/config.toml"
     (
       cd "$home"
-      IGGY_CLUSTER_PREVIEW=metadata \
       IGGY_ROOT_USERNAME=${IGGY_ROOT_USERNAME:-iggy} \
       IGGY_ROOT_PASSWORD=${IGGY_ROOT_PASSWORD:-iggy} \
       IGGY_TCP_ADDRESS=127.0.0.1:$(port 1 "$n") \

@@ -185,19 +185,51 @@ fn given_half_root_credentials_when_booting_should_refuse() {
 }
 
 #[test]
-fn given_cluster_enabled_when_booting_should_refuse_instead_of_serving_alone() {
+fn given_cluster_enabled_when_peers_are_absent_should_not_serve_alone() {
+    // A roster of two nodes, whose node 1 never starts.
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let mut config = String::from("[cluster]\nenabled = true\n\n");
+    for id in 0..2 {
+        config.push_str(&format!(
+            "[[cluster.nodes]]\nname = \"n{id}\"\nip = \"127.0.0.1\"\nreplica_id = {id}\n\n\
+             [cluster.nodes.ports]\ntcp = {}\nhttp = {}\nquic = {}\nwebsocket = {}\n\
+             tcp_replica = {}\n\n",
+            free(),
+            free(),
+            free(),
+            free(),
+            free()
+        ));
+    }
     let workdir = Workdir::new();
     let options = ServerOptions::default()
-        .env("IGGY_CLUSTER_ENABLED", "true")
+        .config_file(&config)
+        .env("IGGY_CONFIG_PATH", "config.toml")
         .env("IGGY_ROOT_USERNAME", "admin")
         .env("IGGY_ROOT_PASSWORD", "secret-password")
         .arg("--replica-id")
         .arg("0");
-    let (status, output) = run_to_exit(&workdir, &options);
-    assert!(!status.success(), "a cluster node must not start alone");
-    assert!(output.contains("single node only"), "{output}");
-    assert!(
-        !workdir.data().join("format").exists(),
-        "refused before the data directory was touched"
+    let server = TestServer::start(&workdir, &options);
+    let http = server.address("http").expect("http");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let body = br#"{"username":"admin","password":"secret-password"}"#;
+    let response = harness::http::request(http, "POST", "/users/login", None, Some(body));
+    assert_ne!(
+        response.status,
+        200,
+        "no root user before the whole roster met (genesis): {}",
+        response.text()
     );
+    assert!(
+        workdir.data().join("cluster/metadata").exists(),
+        "it runs as replica 0 of the roster"
+    );
+    let (status, _) = server.stop();
+    assert!(status.success(), "stops cleanly while waiting for peers");
 }

@@ -1,9 +1,12 @@
-//! Three real `iggy-server` processes replicate the metadata group
-//! (cluster mode preview, `IGGY_CLUSTER_PREVIEW=metadata`): the root user
-//! is created once for the cluster, a stream created on the leader is on
-//! every node with the same bytes, a follower refuses metadata writes
-//! naming the leader, a killed leader is replaced, and a restarted node
-//! catches up from its journal and its peers.
+//! Three real `iggy-server` processes form a cluster: the root user is
+//! created once for the cluster, a stream created on the leader is on every
+//! node with the same bytes, a follower refuses metadata writes naming the
+//! leader, a killed leader is replaced, and a restarted node catches up
+//! from its journal and its peers. Messages and consumer offsets are
+//! replicated by partition groups: every node serves the same messages,
+//! sends and offset writes reaching a follower are forwarded, the SDK's
+//! routed auto-commit polls (codes 103, 14, 104) work, and nothing
+//! acknowledged is lost to a leader's SIGKILL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
@@ -73,7 +76,6 @@ fn start_cluster(extra_config: &str) -> Vec<Node> {
             let options = ServerOptions::default()
                 .config_file(&config)
                 .env("IGGY_CONFIG_PATH", "config.toml")
-                .env("IGGY_CLUSTER_PREVIEW", "metadata")
                 .env("IGGY_TCP_ADDRESS", &format!("127.0.0.1:{}", p[0]))
                 .env("IGGY_HTTP_ADDRESS", &format!("127.0.0.1:{}", p[1]))
                 .env("IGGY_QUIC_ADDRESS", &format!("127.0.0.1:{}", p[2]))
@@ -434,11 +436,36 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
                 .await
                 .unwrap();
         }
-        // Through a follower: forwarded to the partition group's primary.
-        send_to(tcp(&nodes, follower), 0, "via-follower", 5)
-            .await
-            .unwrap();
+        // The SDK lists every roster node and moves to the leader.
+        let metadata = client.get_cluster_metadata().await.unwrap();
+        assert_eq!(metadata.nodes.len(), usize::from(NODES));
+        let leaders = metadata
+            .nodes
+            .iter()
+            .filter(|n| n.role == ClusterNodeRole::Leader)
+            .count();
+        assert_eq!(leaders, 1, "{metadata:?}");
     });
+    // Over HTTP on a follower: its partition replica forwards the send to
+    // the group's primary (replication spec §4.5).
+    let token = root_token(nodes[follower].http);
+    let body = br#"{"partitioning":{"kind":"partition_id","value":"AAAAAA=="},"messages":[
+        {"id":0,"payload":"dmlhLWZvbGxvd2VyLTA="},{"id":0,"payload":"dmlhLWZvbGxvd2VyLTE="},
+        {"id":0,"payload":"dmlhLWZvbGxvd2VyLTI="},{"id":0,"payload":"dmlhLWZvbGxvd2VyLTM="},
+        {"id":0,"payload":"dmlhLWZvbGxvd2VyLTQ="}]}"#;
+    let response = request(
+        nodes[follower].http,
+        "POST",
+        "/streams/orders/topics/t/messages",
+        Some(&token),
+        Some(body),
+    );
+    assert!(
+        matches!(response.status, 200 | 201 | 204),
+        "{} {}",
+        response.status,
+        response.text()
+    );
     let expected = runtime.block_on(messages_on(tcp(&nodes, leader), 0));
     assert_eq!(expected.len(), 35, "every message on the leader");
     assert_eq!(
@@ -471,6 +498,64 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
         eventually(&format!("node {i} holds the stored offset"), || {
             runtime.block_on(stored_offset_on(tcp(&nodes, i), 5)) == Some(12)
         });
+    }
+
+    // A consumer group polls with auto-commit: the SDK routes it to the
+    // partition's primary (codes 103, 14, 104) and the commit is replicated.
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp(&nodes, follower)).await;
+        let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+        client
+            .create_consumer_group(&stream, &topic, "readers")
+            .await
+            .unwrap();
+        let group = harness::sdk::name("readers");
+        client
+            .join_consumer_group(&stream, &topic, &group)
+            .await
+            .unwrap();
+        let polled = client
+            .poll_messages(
+                &stream,
+                &topic,
+                Some(0),
+                &Consumer::group(group.clone()),
+                &PollingStrategy::next(),
+                10,
+                true,
+            )
+            .await
+            .unwrap();
+        assert_eq!(polled.messages.len(), 10);
+        assert_eq!(polled.messages[9].header.offset, 9);
+    });
+    let routed: u64 = nodes
+        .iter()
+        .map(|node| {
+            requests_of(node, "message.poll_primary") + requests_of(node, "consumer_session.attach")
+        })
+        .sum();
+    assert!(routed >= 2, "the SDK routed the auto-commit poll (14, 104)");
+    for i in 0..nodes.len() {
+        eventually(
+            &format!("node {i} holds the group's committed offset"),
+            || {
+                runtime.block_on(async {
+                    let client = harness::sdk::tcp_client(tcp(&nodes, i)).await;
+                    client.login_user("iggy", "iggy").await.ok()?;
+                    client
+                        .get_consumer_offset(
+                            &Consumer::group(harness::sdk::name("readers")),
+                            &harness::sdk::name("orders"),
+                            &harness::sdk::name("t"),
+                            Some(0),
+                        )
+                        .await
+                        .ok()?
+                        .map(|o| o.stored_offset)
+                }) == Some(9)
+            },
+        );
     }
 
     // The leader dies: the survivors elect, and sends go on through them.
@@ -516,5 +601,17 @@ fn find_named(dir: &std::path::Path, prefix: &str) -> usize {
             let own = usize::from(e.file_name().to_string_lossy().starts_with(prefix));
             own + find_named(&e.path(), prefix)
         })
+        .sum()
+}
+
+/// How many `command` requests a node served (its `/metrics`).
+fn requests_of(node: &Node, command: &str) -> u64 {
+    let token = root_token(node.http);
+    let metrics = request(node.http, "GET", "/metrics", Some(&token), None).text();
+    let label = format!("command=\"{command}\"");
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("iggy_requests_total") && line.contains(&label))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }

@@ -1,11 +1,7 @@
 //! Cluster mode at boot (`cluster.enabled = true`, `--replica-id N`): what
-//! shard 0 needs to run this node's replica of the metadata group.
-//!
-//! This is a preview: the metadata group is replicated (streams, topics,
-//! users, sessions: replication spec §1-§6), but partition groups are not
-//! built yet, so message data stays on the node that received it. A node
-//! starts in cluster mode only when `IGGY_CLUSTER_PREVIEW=metadata` says
-//! the operator knows; otherwise boot refuses, as before.
+//! shard 0 needs to run this node's replica of the metadata group, and
+//! what every shard needs for the partition groups it owns (the roster,
+//! the timing, this boot's nonce).
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,33 +15,23 @@ use server::config::ServerConfig;
 use storage::superblock::Identity;
 
 use crate::node::cluster_commit::{ClusterStart, RootUser, timing};
+use crate::node::cluster_state::RosterEntry;
 
 use super::root_credentials::RootCredentials;
 
-/// The environment variable that lets a node start in cluster mode.
-pub const PREVIEW_VARIABLE: &str = "IGGY_CLUSTER_PREVIEW";
 /// Where the metadata replica keeps its journal and superblock.
 pub const METADATA_REPLICA_DIR: &str = "cluster/metadata";
 
 /// `None` on a single node; the replica's start in cluster mode; an error
-/// naming what to do when cluster mode is asked for without the preview.
+/// naming what is missing (the replica id, a roster entry).
 pub fn prepare(
     config: &ServerConfig,
     replica_id: Option<u8>,
     data: &Path,
-    preview: Option<&str>,
     root: &RootCredentials,
 ) -> anyhow::Result<Option<ClusterStart>> {
     if !config.cluster.enabled {
         return Ok(None);
-    }
-    if preview != Some("metadata") {
-        anyhow::bail!(
-            "cluster.enabled = true, but this build replicates only the metadata group \
-             (streams, topics, users, sessions); partition data is not replicated yet. \
-             Set {PREVIEW_VARIABLE}=metadata to run this preview, or cluster.enabled = false \
-             to run a single node"
-        );
     }
     let replica = replica_id.context("cluster mode needs --replica-id")?;
     let links = LinkConfig::from_server_config(config, replica)
@@ -86,6 +72,21 @@ pub fn prepare(
             })
         })
         .collect();
+    let roster = (0..replicas)
+        .map(|id| {
+            let node = cluster
+                .node(id)
+                .context("the roster names every replica id")?;
+            Ok(RosterEntry {
+                name: node.name.clone(),
+                host: node.default_advertised_host().to_owned(),
+                tcp: node.ports.tcp.unwrap_or(0),
+                quic: node.ports.quic.unwrap_or(0),
+                http: node.ports.http.unwrap_or(0),
+                websocket: node.ports.websocket.unwrap_or(0),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let password_hash = engine::metadata::password::hash_password(&root.password)
         .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
     Ok(Some(ClusterStart {
@@ -99,5 +100,7 @@ pub fn prepare(
             password_hash,
         },
         roster_http,
+        roster,
+        cluster_name: cluster.name.clone(),
     }))
 }

@@ -63,8 +63,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
     );
     let config = &loaded.config;
-    let preview = lookup(&env, cluster::PREVIEW_VARIABLE);
-    refuse_cluster_mode(config, preview.as_deref())?;
     let root = root_credentials::resolve(&env, config.cluster.enabled)?;
     let notifier = Notifier::from_env(|name| lookup(&env, name))?;
 
@@ -96,8 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runtime_dir.display()
         )
     })?;
-    let cluster_start =
-        cluster::prepare(config, args.replica_id, &data, preview.as_deref(), &root)?;
+    let cluster_start = cluster::prepare(config, args.replica_id, &data, &root)?;
     // A cluster node's metadata comes from its replica of the metadata
     // group (replayed as the group commits), not the single-node journal.
     let recovered = if cluster_start.is_some() {
@@ -166,23 +163,6 @@ fn ready_status(bound: &BoundAddresses) -> String {
         .filter_map(|(name, address)| address.map(|address| format!("{name} {address}")))
         .collect();
     format!("serving {}", listeners.join(", "))
-}
-
-/// Cluster mode replicates only the metadata group so far: a node asked
-/// to join a cluster without the operator's preview consent must not
-/// start (clients would believe their messages are replicated). Checked
-/// before the data directory is touched.
-fn refuse_cluster_mode(config: &ServerConfig, preview: Option<&str>) -> anyhow::Result<()> {
-    if config.cluster.enabled && preview != Some("metadata") {
-        anyhow::bail!(
-            "cluster.enabled = true, but this build replicates only the metadata group \
-             (streams, topics, users, sessions): message data is not replicated yet, so \
-             it runs a single node only unless {}=metadata asks for the preview. Set \
-             cluster.enabled = false (or unset IGGY_CLUSTER_ENABLED) to run a standalone node",
-            cluster::PREVIEW_VARIABLE
-        );
-    }
-    Ok(())
 }
 
 /// The process environment plus `.env`, with the root-credentials flag

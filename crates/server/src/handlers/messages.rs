@@ -28,13 +28,13 @@ use crate::node::partitions::{
 };
 
 /// A resolved topic: ids, partition count, and the caller's permission.
-struct Target {
-    stream: u32,
-    topic: u32,
-    partitions_count: u32,
+pub(super) struct Target {
+    pub stream: u32,
+    pub topic: u32,
+    pub partitions_count: u32,
 }
 
-fn resolve(
+pub(super) fn resolve(
     user: UserId,
     metadata: &MetadataState,
     r: &TopicRef<'_>,
@@ -56,7 +56,7 @@ fn resolve(
     })
 }
 
-fn poll_action(stream: StreamId, topic: engine::metadata::TopicId) -> Action {
+pub(super) fn poll_action(stream: StreamId, topic: engine::metadata::TopicId) -> Action {
     Action::PollMessages { stream, topic }
 }
 
@@ -370,10 +370,17 @@ pub struct Caller {
 }
 
 impl Caller {
-    fn of(call: &Call<'_>) -> Self {
+    /// The user of the connection, and the client whose group memberships
+    /// it acts on: its own, or the coordinator session it attached to
+    /// (ATTACH_CONSUMER_SESSION, binary protocol §7.11).
+    pub(super) fn of(call: &Call<'_>) -> Self {
+        let client = call
+            .node()
+            .attached_session(call.session.connection_id)
+            .unwrap_or(call.bound.client);
         Self {
             user: call.user(),
-            client: ClientId(call.bound.client),
+            client: ClientId(client),
         }
     }
 }

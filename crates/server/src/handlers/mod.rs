@@ -8,6 +8,7 @@ pub mod convert;
 mod groups;
 pub mod messages;
 pub mod reply;
+mod routing;
 mod streams;
 pub mod system;
 pub mod topics;
@@ -169,14 +170,10 @@ async fn route(call: Call<'_>, request: Request<'_>) -> Reply {
         R::GetClients => system::clients(&call),
         R::DescribeOptions(r) => system::describe_options(&call, r.scope),
         R::GetSnapshot(r) => system::snapshot(&call, r.compression, r.types),
-        R::AttachConsumerSession(_)
-        | R::GetPollRouting(_)
-        | R::PollMessagesOnPrimary(_)
-        | R::GetConsumerOffsetRouting(_) => {
-            // Cluster routing only; a single node lists one node, so the SDK
-            // never sends these to it.
-            call.deny(ErrorCode::InvalidCommand)
-        }
+        R::AttachConsumerSession(r) => routing::attach(&call, &r),
+        R::GetPollRouting(r) => routing::poll_route(&call, &r),
+        R::PollMessagesOnPrimary(r) => routing::poll_on_primary(call, r).await,
+        R::GetConsumerOffsetRouting(r) => routing::offset_route(&call, &r),
         R::GetStream(r) => streams::get(&call, r.stream_id),
         R::GetStreams => streams::list(&call),
         R::CreateStream(r) => streams::create(call, r).await,

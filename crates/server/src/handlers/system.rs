@@ -16,6 +16,7 @@ use super::Reply;
 use crate::metrics::Transport;
 use crate::node::Node;
 use crate::node::clients::ClientRecord;
+use crate::node::cluster_state::ClusterShared;
 use crate::node::process_stats::{self, now_us};
 
 /// Single-node answers name the cluster and the node like the reference.
@@ -109,17 +110,73 @@ pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
     })
 }
 
-/// Exactly one healthy leader: the SDK then stays on this connection.
+/// A single node: exactly one healthy leader, so the SDK stays on this
+/// connection. A cluster: every roster node, the metadata leader as the
+/// only `Leader` (none during a view change), and each peer `Healthy`
+/// while its replica link is up, else `Unreachable` (binary protocol §7.9).
 pub fn cluster_metadata(call: &Call<'_>) -> Reply {
     let mut out = Vec::new();
-    with_cluster_node(call.node(), |node| {
-        ClusterMetadata {
-            name: CLUSTER_NAME,
-            nodes: &[*node],
+    match &call.node().ctx.cluster {
+        Some(shared) => {
+            let ids: Vec<u8> = (0..shared.replicas).collect();
+            let mut nodes = Vec::with_capacity(ids.len());
+            collect_roster(shared, &ids, &mut nodes, &mut out);
         }
-        .encode(&mut out)
-    });
+        None => with_cluster_node(call.node(), |node| {
+            ClusterMetadata {
+                name: CLUSTER_NAME,
+                nodes: &[*node],
+            }
+            .encode(&mut out)
+        }),
+    }
     call.ok(&out)
+}
+
+/// Encodes the cluster metadata of the roster nodes `ids` (borrowing each
+/// entry while the whole list is encoded).
+fn collect_roster<'a>(
+    shared: &'a ClusterShared,
+    ids: &[u8],
+    nodes: &mut Vec<ClusterNode<'a>>,
+    out: &mut Vec<u8>,
+) {
+    for &id in ids {
+        nodes.push(roster_node(shared, id, |node| *node));
+    }
+    ClusterMetadata {
+        name: &shared.name,
+        nodes,
+    }
+    .encode(out);
+}
+
+/// Roster node `id` as cluster metadata lists it, with its role and status
+/// as this node sees them.
+pub fn roster_node<'a, R>(
+    shared: &'a ClusterShared,
+    id: u8,
+    f: impl FnOnce(&ClusterNode<'a>) -> R,
+) -> R {
+    let entry = &shared.roster[usize::from(id)];
+    f(&ClusterNode {
+        name: &entry.name,
+        ip: &entry.host,
+        tcp_port: entry.tcp,
+        quic_port: entry.quic,
+        http_port: entry.http,
+        websocket_port: entry.websocket,
+        role: if shared.metadata_leader() == Some(id) {
+            NodeRole::Leader
+        } else {
+            NodeRole::Follower
+        },
+        status: if shared.is_connected(id) {
+            NodeStatus::Healthy
+        } else {
+            NodeStatus::Unreachable
+        },
+    })
 }
 
 /// This node as cluster metadata lists it.

@@ -14,8 +14,9 @@
 //! the next view). A metadata checkpoint (at boot, or installed by state
 //! transfer) replaces the state on every shard.
 //!
-//! Not built yet: partition groups (partition data stays local to each
-//! node) and cached replies across failover (a 57 is retried as a new op).
+//! Frames of partition groups are routed from here to the partition's owner
+//! shard (`partition_replica`). Not built yet: cached replies across
+//! failover (a 57 is retried as a new op).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ use storage::RealStorage;
 use tracing::{info, warn};
 
 use super::Node;
+use super::cluster_state::RosterEntry;
 use super::commit::{CommitResult, broadcast, fatal};
 use super::shard_message::ShardMessage;
 use server::cluster::{LinkConfig, Links, METADATA_GROUP, bind_listener};
@@ -60,6 +62,10 @@ pub struct ClusterStart {
     /// Each roster node's `ip` and HTTP port, by replica id (for
     /// redirecting reads that must be served by the leader).
     pub roster_http: Vec<(String, u16)>,
+    /// The roster as clients are told it (cluster metadata, routing).
+    pub roster: Vec<RosterEntry>,
+    /// `cluster.name`.
+    pub cluster_name: String,
 }
 
 /// Who leads the metadata group, as this node knows it.
@@ -185,6 +191,8 @@ impl ClusterCommitter {
             nonce,
             root,
             roster_http: _,
+            roster: _,
+            cluster_name: _,
         } = start;
         let cluster = links.cluster;
         let local = placement.identity.replica;
@@ -257,10 +265,15 @@ impl ClusterCommitter {
             task.perform(effects);
             task.settle();
             let replica = task.group.group().replica();
-            self.view.set((
-                replica.view().0,
-                replica.status() == consensus::vsr::Status::Normal,
-            ));
+            let normal = replica.status() == consensus::vsr::Status::Normal;
+            self.view.set((replica.view().0, normal));
+            if let Some(shared) = &task.node.ctx.cluster {
+                shared.set_metadata_view(replica.view(), normal);
+                for peer in 0..replicas {
+                    let up = task.links.status(peer).is_some_and(|s| s.connected);
+                    shared.set_connected(peer, up);
+                }
+            }
         }
     }
 }

@@ -49,6 +49,8 @@ pub const SNAPSHOT_EVERY_OPS: u64 = 1000;
 
 /// Shard 0's metadata commit path: a single node's journal, or a cluster
 /// node's replicated metadata group (`cluster_commit`).
+// One per node, on shard 0: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Committer {
     Single(SingleCommitter),
     Cluster(super::cluster_commit::ClusterCommitter),

@@ -13,7 +13,7 @@ use engine::encryption::Keyring;
 use tracing::warn;
 
 use super::clients::ClientRegistry;
-use super::partition_replica::ClusterShared;
+use super::cluster_state::ClusterShared;
 use super::partition_stats::PartitionStatsRegistry;
 use super::process_stats;
 use super::shard_message::ShardMessage;

@@ -15,6 +15,7 @@
 mod cleaner;
 pub mod clients;
 pub mod cluster_commit;
+pub mod cluster_state;
 mod commit;
 pub mod context;
 mod effects;
@@ -83,6 +84,9 @@ pub struct Node {
     pub liveness: heartbeat::LivenessTable,
     /// Round-robin counters for Balanced partitioning, per topic namespace.
     balanced: RefCell<HashMap<u64, u32>>,
+    /// Cluster mode: connections of this shard attached to a coordinator
+    /// session (binary protocol §7.11), by connection id.
+    attachments: RefCell<HashMap<u64, u128>>,
 }
 
 impl Node {
@@ -101,6 +105,7 @@ impl Node {
             client_table: RefCell::new(ClientTable::new(ctx.limits.clients_table_max)),
             partitions: RefCell::new(HashMap::new()),
             balanced: RefCell::new(HashMap::new()),
+            attachments: RefCell::new(HashMap::new()),
             liveness: heartbeat::LivenessTable::default(),
             committer,
             ctx,
@@ -436,6 +441,7 @@ impl Node {
 
     /// Logout or disconnect: the session ends and its group memberships go.
     pub fn session_ended(self: &Rc<Self>, connection_id: u64, bound: Bound) {
+        self.attachments.borrow_mut().remove(&connection_id);
         self.ctx.clients.bind(connection_id, None);
         self.client_table
             .borrow_mut()
@@ -451,10 +457,22 @@ impl Node {
 
     /// The connection closed (with or without a session).
     pub fn connection_closed(self: &Rc<Self>, connection_id: u64, bound: Option<Bound>) {
+        self.attachments.borrow_mut().remove(&connection_id);
         if let Some(bound) = bound {
             self.session_ended(connection_id, bound);
         }
         self.ctx.clients.closed(connection_id);
+    }
+
+    /// This connection acts on the group memberships of `client`'s
+    /// session from now on (until it closes or attaches again).
+    pub fn attach_session(&self, connection_id: u64, client: u128) {
+        self.attachments.borrow_mut().insert(connection_id, client);
+    }
+
+    /// The coordinator session a connection attached to, if any.
+    pub fn attached_session(&self, connection_id: u64) -> Option<u128> {
+        self.attachments.borrow().get(&connection_id).copied()
     }
 
     fn op(&self, actor: u32, kind: OpKind) -> MetadataOp {

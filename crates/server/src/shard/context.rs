@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::ShardOptions;
+use crate::node::cluster_state::ClusterShared;
 use crate::node::context::{Advertised, ContextOptions, Inbox, ServerContext};
-use crate::node::partition_replica::ClusterShared;
 use crate::transport::BoundAddresses;
 
 pub(super) fn server_context(
@@ -26,11 +26,12 @@ pub(super) fn server_context(
         cluster: options.cluster.as_ref().map(|start| {
             let placement = &start.placement;
             Arc::new(ClusterShared::new(
+                start.cluster_name.clone(),
                 placement.identity.cluster,
                 placement.identity.replica,
-                placement.replicas,
                 placement.timing,
                 start.nonce,
+                start.roster.clone(),
             ))
         }),
     };

@@ -1,0 +1,521 @@
+//! Cluster mode: this node's replica of each partition group it owns
+//! (replication spec §2, §4), on the partition's owning shard. One task per
+//! group owns its `ReplicatedPartition` and takes, in arrival order,
+//! submissions from this node's sessions, frames from the peers (routed
+//! here by shard 0, which reads the replica links) and a 10 ms tick.
+//!
+//! The group's primary prepares a submission and answers it once
+//! committed and applied here. A replica that is not the primary forwards
+//! the submission once to the primary of its view (`ForwardRequest` to
+//! `view mod n`, spec §4.5) and answers its client when the primary's
+//! `ForwardReply` names the op and this replica has applied it; no answer
+//! in 5 s, or a primary that left its view, answers 57 (retry). A primary
+//! that leaves its view answers what it had in flight with 57.
+//!
+//! The journal of an incarnation lives in `prepares-<incarnation>/` in the
+//! partition's directory; the incarnation is the partition's
+//! `created_at_us`, carried by every frame so that frames of a deleted
+//! partition never reach its successor.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use consensus::vsr::Limits;
+use consensus::vsr::message::{Message, ReplicaId};
+use consensus::{Op, RequestNumber, View};
+use crossfire::mpsc::{Array, bounded_async};
+use crossfire::oneshot::{TxOneshot, oneshot};
+use crossfire::{AsyncRx, MAsyncTx};
+use engine::cluster_partition::{
+    APPEND_PREFIX, Applied, Command, Decoded, ReplicatedPartition, Submit, decode, encode_append,
+    encode_delete, encode_store,
+};
+use engine::partition::Partition;
+use engine::replicated::{Effect, GroupError, Placement};
+use protocol::ErrorCode;
+use storage::superblock::Identity;
+use storage::{Offset, RealStorage};
+use tracing::{error, info, warn};
+
+use super::cluster_commit::TICK;
+use super::cluster_state::ClusterShared;
+use super::process_stats::now_us;
+
+/// Inputs queued per group at most; a full queue answers 57.
+const QUEUE_CAPACITY: usize = 1024;
+/// How long a forwarded submission waits for the primary's answer.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Committed ops between a partition group's checkpoints: the replica
+/// keeps the ops above its checkpoint in memory, batches included.
+const CHECKPOINT_INTERVAL: u64 = 256;
+
+/// What a submission came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Committed at `op` (the group's commit point was `commit` when it was
+    /// answered) and applied here.
+    Done {
+        applied: Applied,
+        op: Op,
+        commit: Op,
+    },
+    /// Nothing was done, or nothing is known to be (57: retry).
+    Refused(ErrorCode),
+}
+
+enum Input {
+    Submit(Command, TxOneshot<Outcome>),
+    Frame(ReplicaId, Message),
+    Tick,
+}
+
+/// This shard's handle on one partition group's task; dropping it ends
+/// the task.
+pub struct PartitionReplica {
+    tx: MAsyncTx<Array<Input>>,
+    pub incarnation: u64,
+    /// Raised when the handle drops (the partition was deleted or the
+    /// shard stops): the tick ends, and so does the task once its queue
+    /// is drained.
+    stopped: Rc<Cell<bool>>,
+}
+
+impl Drop for PartitionReplica {
+    fn drop(&mut self) {
+        self.stopped.set(true);
+    }
+}
+
+impl PartitionReplica {
+    /// Opens the group of `partition` (namespace `ns`, incarnation
+    /// `incarnation`) and starts its task on this shard.
+    pub async fn start(
+        shared: Arc<ClusterShared>,
+        ns: u64,
+        incarnation: u64,
+        partition_dir: &Path,
+        fsync: bool,
+        partition: Rc<Partition<RealStorage>>,
+    ) -> Result<PartitionReplica, GroupError> {
+        let dir = partition_dir.join(format!("prepares-{incarnation}"));
+        let placement = Placement {
+            identity: Identity {
+                cluster: shared.cluster,
+                replica: shared.replica,
+                group: ns,
+                incarnation,
+            },
+            replicas: shared.replicas,
+            created_view: shared.created_view(incarnation),
+            timing: shared.timing,
+            limits: Limits {
+                checkpoint_interval: CHECKPOINT_INTERVAL,
+                ..Limits::default()
+            },
+            fsync,
+        };
+        // A nonce per group and boot, never zero.
+        let nonce = (shared.nonce ^ ns.rotate_left(17) ^ incarnation) | 1;
+        let group =
+            ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition).await?;
+        let (tx, rx) = bounded_async(QUEUE_CAPACITY);
+        let stopped = Rc::new(Cell::new(false));
+        let ticks = tx.clone();
+        let ticking = stopped.clone();
+        compio::runtime::spawn(async move {
+            while !ticking.get() {
+                compio::time::sleep(TICK).await;
+                let _ = ticks.try_send(Input::Tick);
+            }
+        })
+        .detach();
+        let task = Task {
+            shared,
+            ns,
+            incarnation,
+            group,
+            waiters: BTreeMap::new(),
+            forwards: BTreeMap::new(),
+            next_nonce: 1,
+            remote: BTreeMap::new(),
+            awaiting_apply: BTreeMap::new(),
+            stopped: stopped.clone(),
+        };
+        compio::runtime::spawn(task.run(rx)).detach();
+        Ok(PartitionReplica {
+            tx,
+            incarnation,
+            stopped,
+        })
+    }
+
+    /// Submits a change; the answer comes once it is committed and applied
+    /// here (or refused).
+    pub async fn submit(&self, command: Command) -> Outcome {
+        let (reply, rx) = oneshot();
+        if let Err(e) = self.tx.try_send(Input::Submit(command, reply))
+            && let Input::Submit(_, reply) = e.into_inner()
+        {
+            reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+        }
+        rx.await
+            .unwrap_or(Outcome::Refused(ErrorCode::TransientNotCommitted))
+    }
+
+    /// Proposes a change without waiting for it (a poll's auto-commit).
+    pub fn propose(&self, command: Command) {
+        let (reply, _) = oneshot();
+        let _ = self.tx.try_send(Input::Submit(command, reply));
+    }
+
+    /// A frame of this group from a peer (frames of another incarnation
+    /// were dropped by the caller).
+    pub fn deliver(&self, from: ReplicaId, message: Message) {
+        if self.tx.try_send(Input::Frame(from, message)).is_err() {
+            warn!("a partition group's queue is full; frame dropped");
+        }
+    }
+}
+
+/// Where a forwarded submission's answer goes: the origin node and nonce,
+/// with what was asked.
+type Origin = (ReplicaId, u64);
+
+struct Task {
+    shared: Arc<ClusterShared>,
+    ns: u64,
+    incarnation: u64,
+    group: ReplicatedPartition<RealStorage>,
+    /// Submissions prepared here, by request number.
+    waiters: BTreeMap<RequestNumber, (View, Command, TxOneshot<Outcome>)>,
+    /// Submissions forwarded to the primary, by nonce.
+    forwards: BTreeMap<u64, (View, Instant, Command, TxOneshot<Outcome>)>,
+    next_nonce: u64,
+    /// Primary: submissions forwarded by other nodes, by request number.
+    remote: BTreeMap<RequestNumber, Origin>,
+    /// Forwarded submissions the primary committed, answered once applied
+    /// here.
+    awaiting_apply: BTreeMap<Op, Vec<(Command, TxOneshot<Outcome>)>>,
+    stopped: Rc<Cell<bool>>,
+}
+
+impl Task {
+    async fn run(mut self, rx: AsyncRx<Array<Input>>) {
+        // The view and status last told to the other shards.
+        let mut published = None;
+        while let Ok(input) = rx.recv().await {
+            if self.stopped.get() {
+                break;
+            }
+            let effects = match input {
+                Input::Tick => {
+                    self.expire_forwards();
+                    self.group.on_tick().await
+                }
+                Input::Frame(from, message) => self.on_message(from, message).await,
+                Input::Submit(command, reply) => self.on_submit(command, reply).await,
+            };
+            match effects {
+                Ok(effects) => self.perform(effects),
+                Err(GroupError::Storage(e)) => {
+                    // Fail-stop (replication spec §6.7).
+                    error!(ns = self.ns, "a partition replica's storage failed: {e}");
+                    std::process::exit(70);
+                }
+                Err(e) => {
+                    error!(ns = self.ns, "this partition's replica stops serving: {e}");
+                    self.refuse_all();
+                    return;
+                }
+            }
+            self.settle();
+            let replica = self.group.group().replica();
+            let seen = (
+                replica.view(),
+                replica.status() == consensus::vsr::Status::Normal,
+            );
+            if published != Some(seen) {
+                self.shared.set_partition_view(self.ns, seen.0, seen.1);
+                published = Some(seen);
+            }
+        }
+        self.shared.forget_partition(self.ns);
+        self.refuse_all();
+        info!(ns = self.ns, "partition replica stopped");
+    }
+
+    fn send(&self, to: ReplicaId, message: Message) {
+        self.shared.send(to, self.ns, self.incarnation, message);
+    }
+
+    async fn on_submit(
+        &mut self,
+        command: Command,
+        reply: TxOneshot<Outcome>,
+    ) -> Result<Vec<Effect>, GroupError> {
+        let view = self.group.group().replica().view();
+        match self.group.submit(&command, now_us()).await? {
+            Submit::Prepared { request, effects } => {
+                self.waiters.insert(request, (view, command, reply));
+                return Ok(effects);
+            }
+            Submit::Rejected(code) => reply.send(Outcome::Refused(code)),
+            Submit::NotPrimary { view } => self.forward(view, command, reply),
+            Submit::Busy => reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted)),
+        }
+        Ok(Vec::new())
+    }
+
+    /// Sends the submission to the primary of `view` (once; never
+    /// re-forwarded there).
+    fn forward(&mut self, view: View, command: Command, reply: TxOneshot<Outcome>) {
+        let primary = (view.0 % u32::from(self.shared.replicas)) as u8;
+        if primary == self.shared.replica {
+            // The primary-elect of a view not started yet.
+            reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            return;
+        }
+        let body = match &command {
+            Command::Append { buffer, range } => match buffer.get(range.clone()) {
+                Some(record) => encode_append(Offset::ZERO, record),
+                None => {
+                    reply.send(Outcome::Refused(ErrorCode::InvalidMessagesCount));
+                    return;
+                }
+            },
+            Command::StoreOffset { consumer, offset } => encode_store(*consumer, *offset),
+            Command::DeleteOffset { consumer } => encode_delete(*consumer),
+        };
+        let nonce = self.next_nonce;
+        self.next_nonce += 1;
+        self.forwards.insert(
+            nonce,
+            (view, Instant::now() + FORWARD_TIMEOUT, command, reply),
+        );
+        self.send(primary, Message::ForwardRequest { view, nonce, body });
+    }
+
+    async fn on_message(
+        &mut self,
+        from: ReplicaId,
+        message: Message,
+    ) -> Result<Vec<Effect>, GroupError> {
+        match message {
+            Message::ForwardRequest { nonce, body, .. } => {
+                self.on_forwarded(from, nonce, body).await
+            }
+            Message::ForwardReply {
+                nonce, op, code, ..
+            } => {
+                if let Some((_, _, command, reply)) = self.forwards.remove(&nonce) {
+                    if code == 0 {
+                        self.awaiting_apply
+                            .entry(op)
+                            .or_default()
+                            .push((command, reply));
+                    } else {
+                        let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::Error);
+                        reply.send(Outcome::Refused(code));
+                    }
+                }
+                Ok(Vec::new())
+            }
+            message => self.group.on_message(from, message).await,
+        }
+    }
+
+    /// Primary: another node's submission, prepared as ours.
+    async fn on_forwarded(
+        &mut self,
+        origin: ReplicaId,
+        nonce: u64,
+        body: Vec<u8>,
+    ) -> Result<Vec<Effect>, GroupError> {
+        let view = self.group.group().replica().view();
+        let command = match decode(&body) {
+            Ok(Decoded::Append { .. }) => Command::Append {
+                range: APPEND_PREFIX..body.len(),
+                buffer: body,
+            },
+            Ok(Decoded::StoreOffset { consumer, offset }) => {
+                Command::StoreOffset { consumer, offset }
+            }
+            Ok(Decoded::DeleteOffset { consumer }) => Command::DeleteOffset { consumer },
+            Err(e) => {
+                warn!(
+                    peer = origin,
+                    ns = self.ns,
+                    "a forwarded partition op was refused: {e}"
+                );
+                let code = ErrorCode::InvalidMessagesCount as u32;
+                self.send(origin, forward_reply(view, nonce, Op::ZERO, code));
+                return Ok(Vec::new());
+            }
+        };
+        let refusal = match self.group.submit(&command, now_us()).await? {
+            Submit::Prepared { request, effects } => {
+                self.remote.insert(request, (origin, nonce));
+                return Ok(effects);
+            }
+            Submit::Rejected(code) => code,
+            // Never re-forwarded: the origin tries again.
+            Submit::NotPrimary { .. } => ErrorCode::TransientNotAccepted,
+            Submit::Busy => ErrorCode::TransientNotCommitted,
+        };
+        self.send(origin, forward_reply(view, nonce, Op::ZERO, refusal as u32));
+        Ok(Vec::new())
+    }
+
+    fn perform(&mut self, effects: Vec<Effect>) {
+        let client = self.group.client();
+        for effect in effects {
+            match effect {
+                Effect::Send(envelope) => self.send(envelope.to, envelope.message),
+                Effect::Reply {
+                    client: to,
+                    request,
+                    op,
+                    result,
+                } if to == client => {
+                    let commit = self.group.group().replica().commit_max();
+                    if let Some((_, command, reply)) = self.waiters.remove(&request) {
+                        let outcome = match Applied::decode(&command, &result) {
+                            Some(applied) => Outcome::Done {
+                                applied,
+                                op,
+                                commit,
+                            },
+                            None => Outcome::Refused(ErrorCode::TransientNotCommitted),
+                        };
+                        reply.send(outcome);
+                    } else if let Some((origin, nonce)) = self.remote.remove(&request) {
+                        let code = match result.first_chunk::<4>() {
+                            Some(code) => u32::from_le_bytes(*code),
+                            None => ErrorCode::TransientNotCommitted as u32,
+                        };
+                        let view = self.group.group().replica().view();
+                        self.send(origin, forward_reply(view, nonce, op, code));
+                    }
+                }
+                Effect::Reply { .. } => {}
+            }
+        }
+    }
+
+    /// After every input: answer forwarded submissions applied here, and
+    /// end what a primary that left its view had in flight.
+    fn settle(&mut self) {
+        let replica = self.group.group().replica();
+        let applied = replica.commit_min();
+        let commit = replica.commit_max();
+        while let Some(entry) = self.awaiting_apply.first_entry() {
+            if *entry.key() > applied {
+                break;
+            }
+            let (op, waiting) = entry.remove_entry();
+            for (command, reply) in waiting {
+                reply.send(self.forwarded_outcome(op, commit, &command));
+            }
+        }
+        let replica = self.group.group().replica();
+        let current = replica.view();
+        let primary = replica.is_primary();
+        let stale: Vec<RequestNumber> = self
+            .waiters
+            .iter()
+            .filter(|(_, (view, _, _))| !primary || *view != current)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in stale {
+            if let Some((_, _, reply)) = self.waiters.remove(&request) {
+                reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            }
+        }
+        if !primary {
+            let code = ErrorCode::TransientNotCommitted as u32;
+            for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
+                self.send(origin, forward_reply(current, nonce, Op::ZERO, code));
+            }
+        }
+    }
+
+    /// The answer to a forwarded submission the primary committed at `op`,
+    /// as this replica applied it.
+    fn forwarded_outcome(&self, op: Op, commit: Op, command: &Command) -> Outcome {
+        let replica = self.group.group().replica();
+        let applied = match command {
+            Command::Append { .. } => {
+                // The base offset is in the committed entry, when this
+                // replica still holds it (not yet behind a checkpoint).
+                match replica.entry(op).map(|entry| decode(&entry.body)) {
+                    Some(Ok(Decoded::Append { base_offset, .. })) => {
+                        Applied::Appended { base_offset }
+                    }
+                    _ => Applied::Appended {
+                        base_offset: Offset::ZERO,
+                    },
+                }
+            }
+            Command::StoreOffset { consumer, offset } => {
+                let partition = self.group.partition();
+                Applied::Stored {
+                    caught_up: partition.stored_offset(*consumer) == Some(*offset)
+                        && !partition.in_flight(*consumer),
+                }
+            }
+            Command::DeleteOffset { .. } => Applied::Deleted,
+        };
+        Outcome::Done {
+            applied,
+            op,
+            commit,
+        }
+    }
+
+    /// Forwarded submissions the primary did not answer in time, or whose
+    /// primary was replaced since: retry (57).
+    fn expire_forwards(&mut self) {
+        let now = Instant::now();
+        let current = self.group.group().replica().view();
+        let expired: Vec<u64> = self
+            .forwards
+            .iter()
+            .filter(|(_, (view, deadline, _, _))| *deadline <= now || *view < current)
+            .map(|(nonce, _)| *nonce)
+            .collect();
+        for nonce in expired {
+            if let Some((_, _, _, reply)) = self.forwards.remove(&nonce) {
+                reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            }
+        }
+    }
+
+    /// The group stopped: everything in flight is answered 57.
+    fn refuse_all(&mut self) {
+        let refused = || Outcome::Refused(ErrorCode::TransientNotCommitted);
+        for (_, (_, _, reply)) in std::mem::take(&mut self.waiters) {
+            reply.send(refused());
+        }
+        for (_, (_, _, _, reply)) in std::mem::take(&mut self.forwards) {
+            reply.send(refused());
+        }
+        for (_, waiting) in std::mem::take(&mut self.awaiting_apply) {
+            for (_, reply) in waiting {
+                reply.send(refused());
+            }
+        }
+    }
+}
+
+fn forward_reply(view: View, nonce: u64, op: Op, code: u32) -> Message {
+    Message::ForwardReply {
+        view,
+        nonce,
+        op,
+        code,
+    }
+}
