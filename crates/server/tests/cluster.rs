@@ -615,3 +615,165 @@ fn requests_of(node: &Node, command: &str) -> u64 {
         .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
+
+#[test]
+fn given_each_partitioning_and_strategy_when_every_node_restarts_should_keep_everything() {
+    let mut nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    let follower = (leader + 2) % usize::from(NODES);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+    let batch = |tag: &str, count: u32| -> Vec<IggyMessage> {
+        (0..count)
+            .map(|i| {
+                IggyMessage::builder()
+                    .payload(format!("{tag}-{i}").into_bytes().into())
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    };
+    runtime.block_on(async {
+        // A client of a follower: the SDK moves to the leader by itself.
+        let client = harness::sdk::root_client(tcp(&nodes, follower)).await;
+        let options = TopicCreateOptions {
+            partitions_count: Some(3),
+            ..TopicCreateOptions::default()
+        };
+        client.create_topic(&stream, "t", &options).await.unwrap();
+        let sends = [
+            (Partitioning::partition_id(1), batch("fixed", 10)),
+            (Partitioning::balanced(), batch("rr-a", 4)),
+            (Partitioning::balanced(), batch("rr-b", 4)),
+            (Partitioning::balanced(), batch("rr-c", 4)),
+            (
+                Partitioning::messages_key_str("customer-7").unwrap(),
+                batch("keyed", 5),
+            ),
+        ];
+        for (partitioning, mut messages) in sends {
+            client
+                .send_messages(&stream, &topic, &partitioning, &mut messages)
+                .await
+                .unwrap();
+        }
+
+        // Each polling strategy, on partition 1 (the ten fixed messages
+        // first).
+        let poll = |strategy: PollingStrategy, count: u32, consumer: u32| {
+            let client = &client;
+            let (stream, topic) = (stream.clone(), topic.clone());
+            async move {
+                client
+                    .poll_messages(
+                        &stream,
+                        &topic,
+                        Some(1),
+                        &Consumer::new(harness::sdk::id(consumer)),
+                        &strategy,
+                        count,
+                        false,
+                    )
+                    .await
+                    .unwrap()
+                    .messages
+                    .into_iter()
+                    .map(|m| m.header.offset)
+                    .collect::<Vec<u64>>()
+            }
+        };
+        assert_eq!(poll(PollingStrategy::offset(2), 3, 1).await, [2, 3, 4]);
+        assert_eq!(poll(PollingStrategy::first(), 2, 1).await, [0, 1]);
+        let last = poll(PollingStrategy::last(), 1, 1).await;
+        assert_eq!(last.len(), 1);
+        let all = client
+            .poll_messages(
+                &stream,
+                &topic,
+                Some(1),
+                &Consumer::new(harness::sdk::id(1)),
+                &PollingStrategy::offset(0),
+                100,
+                false,
+            )
+            .await
+            .unwrap();
+        let third = all.messages[3].header.timestamp;
+        let by_time = poll(PollingStrategy::timestamp(third.into()), 1, 1).await;
+        assert!(by_time[0] <= 3, "{by_time:?}");
+        client
+            .store_consumer_offset(
+                &Consumer::new(harness::sdk::id(3)),
+                &stream,
+                &topic,
+                Some(1),
+                4,
+            )
+            .await
+            .unwrap();
+        // This client stays on the follower it logged in to (only the SDK's
+        // own sign-in moves to the leader), whose reads are its applied
+        // state: the stored offset shows there once it applied the commit.
+        let started = Instant::now();
+        while poll(PollingStrategy::next(), 2, 3).await != [5, 6] {
+            assert!(started.elapsed() < DEADLINE, "Next never started after 4");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let before: Vec<Vec<(u64, Vec<u8>)>> = (0..3)
+        .map(|p| runtime.block_on(messages_on(tcp(&nodes, leader), p)))
+        .collect();
+    assert_eq!(
+        before.iter().map(Vec::len).sum::<usize>(),
+        27,
+        "every message"
+    );
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} holds every message"), || {
+            (0..3).all(|p| runtime.block_on(messages_on(tcp(&nodes, i), p)) == before[p as usize])
+        });
+    }
+
+    // SIGTERM stops every node cleanly; a restart of all three keeps it all.
+    for node in &mut nodes {
+        let (status, _) = node.server.take().unwrap().stop();
+        assert!(status.success(), "{status:?}");
+    }
+    for node in &mut nodes {
+        node.server = Some(TestServer::start(&node.workdir, &node.options));
+    }
+    for i in 0..nodes.len() {
+        eventually(
+            &format!("node {i} serves every message after the restart"),
+            || {
+                (0..3)
+                    .all(|p| runtime.block_on(messages_on(tcp(&nodes, i), p)) == before[p as usize])
+            },
+        );
+        eventually(&format!("node {i} keeps the stored offset"), || {
+            runtime.block_on(stored_offset_on_partition(tcp(&nodes, i), 3, 1)) == Some(4)
+        });
+    }
+}
+
+async fn stored_offset_on_partition(tcp: SocketAddr, consumer: u32, partition: u32) -> Option<u64> {
+    let client = harness::sdk::tcp_client(tcp).await;
+    client.login_user("iggy", "iggy").await.ok()?;
+    let stored = client
+        .get_consumer_offset(
+            &Consumer::new(harness::sdk::id(consumer)),
+            &harness::sdk::name("orders"),
+            &harness::sdk::name("t"),
+            Some(partition),
+        )
+        .await
+        .ok()??;
+    Some(stored.stored_offset)
+}
