@@ -3,15 +3,54 @@
 # run on a fresh data directory with the page cache dropped first (needs
 # root for that). Usage:
 #   scripts/ab_bench.sh OLD_SERVER_BINARY NEW_SERVER_BINARY [ROUNDS]
+#   scripts/ab_bench.sh --reference OUR_SERVER_BINARY REFERENCE_BINARY [ROUNDS]
+# With --reference (or REF_SERVER=1 in the environment) the second binary is
+# the reference server (Apache Iggy's `iggy-server`, built outside this tree,
+# see docs/benchmarks.md) and the lines are labelled `ours` / `ref` instead of
+# `old` / `new`. The reference reads its configuration differently: it runs
+# on the defaults embedded in it (or on the file named by $REF_CONFIG, passed
+# as its IGGY_CONFIG_PATH), with IGGY_TCP_ADDRESS set to the bench address,
+# IGGY_SYSTEM_PATH to the scratch data directory, its HTTP API on
+# 127.0.0.1:18191 and its QUIC and WebSocket listeners off.
+# The reference refuses the CreateTopic that iggy-bench (SDK 0.11.0) sends
+# when its option catalog predates the `durability` keys ("Unsupported option
+# key: consumer_offset_durability"), so in this mode the script creates the
+# reference's streams and topics through its HTTP API (`enforce_fsync` for
+# the fsync run) and runs iggy-bench with --reuse-streams against BOTH
+# servers (ours creates what is missing itself): producers write into the
+# streams and the consumer run right after reads what they wrote, unseeded.
+# Both servers are started with --fresh and root credentials iggy/iggy, and
+# each run waits until the TCP port accepts connections.
 # Uses target/release/iggy-bench (or $BENCH) and a scratch directory
-# ($WORKDIR, default /tmp/iggy-ab). Prints one line per run.
+# ($WORKDIR, default /tmp/iggy-ab). $BATCHES (default 1000) sets the 1 MB
+# batches per actor of the main workloads; the one-message and 100-message
+# workloads scale with it (20 x and 5 x BATCHES batches). A smaller value is
+# only for a quick check that both servers start: compare figures only at
+# the default. Prints one line per run.
 set -euo pipefail
+reference=${REF_SERVER:-0}
+if [ "${1:-}" = --reference ]; then
+    reference=1
+    shift
+fi
+if [ $# -lt 2 ]; then
+    sed -n '2,29p' "$0" >&2
+    exit 2
+fi
 old=$1
 new=$2
 rounds=${3:-3}
+batches=${BATCHES:-1000}
 bench=${BENCH:-$(dirname "$0")/../target/release/iggy-bench}
 workdir=${WORKDIR:-/tmp/iggy-ab}
 address=127.0.0.1:18190
+ref_http=127.0.0.1:18191
+labels="old new"
+reuse=""
+if [ "$reference" = 1 ]; then
+    labels="ours ref"
+    reuse=--reuse-streams
+fi
 mkdir -p "$workdir"
 
 stop() {
@@ -21,43 +60,130 @@ stop() {
         rm -f "$workdir/pid"
     fi
 }
+trap stop EXIT
 
+# Waits until the server listens on $address (60 s at most) and stops the
+# script if it exits first.
+wait_ready() {
+    local pid host=${address%:*} port=${address##*:}
+    pid=$(cat "$workdir/pid")
+    for _ in $(seq 600); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "the server exited at start; last lines of $workdir/server.log:" >&2
+            tail -n 20 "$workdir/server.log" >&2
+            rm -f "$workdir/pid"
+            exit 1
+        fi
+        if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "the server does not listen on $address after 60 s; see $workdir/server.log" >&2
+    exit 1
+}
+
+# start BINARY IS_REFERENCE
 start() {
     stop
     sync
     echo 3 > /proc/sys/vm/drop_caches || echo "cannot drop the page cache (not root?)" >&2
     rm -rf "$workdir/local_data"
-    cp "$1" "$workdir/iggy-server"
-    (
-        cd "$workdir"
-        IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
-            IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
-            IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0 \
-            nohup ./iggy-server --fresh > server.log 2>&1 &
-        echo $! > pid
-    )
-    sleep 1.5
+    if [ "$2" = 1 ]; then
+        cp "$1" "$workdir/iggy-ref-server"
+        (
+            cd "$workdir"
+            if [ -n "${REF_CONFIG:-}" ]; then
+                export IGGY_CONFIG_PATH=$REF_CONFIG
+            fi
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
+                IGGY_TCP_ADDRESS=$address IGGY_SYSTEM_PATH="$workdir/local_data" \
+                IGGY_HTTP_ENABLED=true IGGY_HTTP_ADDRESS=$ref_http \
+                IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
+                nohup ./iggy-ref-server --fresh > server.log 2>&1 &
+            echo $! > pid
+        )
+    else
+        cp "$1" "$workdir/iggy-server"
+        (
+            cd "$workdir"
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
+                IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
+                IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0 \
+                nohup ./iggy-server --fresh > server.log 2>&1 &
+            echo $! > pid
+        )
+    fi
+    wait_ready
+    sleep 1
 }
 
+# ref_streams COUNT ENFORCE_FSYNC: creates bench-1..bench-COUNT, each with
+# the one-partition topic `bench-topic`, on the reference through its HTTP
+# API (see the header for why not through iggy-bench).
+ref_streams() {
+    local token="" n
+    for _ in $(seq 100); do
+        token=$(curl -sf -X POST -H 'Content-Type: application/json' \
+            -d '{"username":"iggy","password":"iggy"}' "http://$ref_http/users/login" \
+            | sed -n 's/.*"token":"\([^"]*\)".*/\1/p') || true
+        [ -n "$token" ] && break
+        sleep 0.1
+    done
+    if [ -z "$token" ]; then
+        echo "cannot log in to the reference's HTTP API at $ref_http" >&2
+        exit 1
+    fi
+    for n in $(seq "$1"); do
+        curl -sf -o /dev/null -X POST -H "Authorization: Bearer $token" \
+            -H 'Content-Type: application/json' -d "{\"name\":\"bench-$n\"}" \
+            "http://$ref_http/streams" \
+            || { echo "the reference refused stream bench-$n" >&2; exit 1; }
+        curl -sf -o /dev/null -X POST -H "Authorization: Bearer $token" \
+            -H 'Content-Type: application/json' \
+            -d "{\"name\":\"bench-topic\",\"partitions_count\":1,\"compression_algorithm\":\"none\",\"max_topic_size\":0,\"message_expiry\":0,\"options\":{\"enforce_fsync\":\"$2\"}}" \
+            "http://$ref_http/streams/bench-$n/topics" \
+            || { echo "the reference refused topic bench-$n/bench-topic" >&2; exit 1; }
+    done
+}
+
+# fresh BINARY IS_REFERENCE STREAMS ENFORCE_FSYNC: a fresh server, with the
+# streams made beforehand on the reference.
+fresh() {
+    start "$1" "$2"
+    if [ "$2" = 1 ]; then
+        ref_streams "$3" "$4"
+    fi
+}
+
+# Prints the bench's `total` line, or FAILED with its last line (the whole
+# output stays in $workdir/bench.log).
 run() {
-    "$bench" "$@" --server-address "$address" --username iggy --password iggy --quiet \
-        | grep total
+    if "$bench" "$@" $reuse --server-address "$address" --username iggy --password iggy \
+        --quiet > "$workdir/bench.log" 2>&1 && grep -q total "$workdir/bench.log"; then
+        grep total "$workdir/bench.log"
+    else
+        echo "FAILED: $(tail -n 1 "$workdir/bench.log")"
+    fi
 }
 
-batch="--message-size 1000 --messages-per-batch 1000 --message-batches 1000"
+batch="--message-size 1000 --messages-per-batch 1000 --message-batches $batches"
 for round in $(seq "$rounds"); do
-    for side in old new; do
+    for side in $labels; do
         binary=$old
-        [ "$side" = new ] && binary=$new
-        start "$binary"
+        is_ref=0
+        if [ "$side" = new ] || [ "$side" = ref ]; then
+            binary=$new
+            [ "$side" = ref ] && is_ref=1
+        fi
+        fresh "$binary" $is_ref 2 false
         echo "round $round $side 2 producers:  $(run pinned-producer --producers 2 $batch)"
         echo "round $round $side 2 consumers:  $(run pinned-consumer --consumers 2 $batch)"
-        start "$binary"
+        fresh "$binary" $is_ref 2 true
         echo "round $round $side 2 fsync:      $(run pinned-producer --producers 2 $batch --fsync)"
-        start "$binary"
-        echo "round $round $side 1 message:    $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches 20000)"
-        start "$binary"
-        echo "round $round $side 100 messages: $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches 5000)"
+        fresh "$binary" $is_ref 1 false
+        echo "round $round $side 1 message:    $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
+        fresh "$binary" $is_ref 1 false
+        echo "round $round $side 100 messages: $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
     done
 done
-stop
