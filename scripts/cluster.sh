@@ -6,6 +6,7 @@
 #                                    target/cluster); prints their ports
 #   scripts/cluster.sh stop  [DIR]   stop them (SIGTERM, then SIGKILL)
 #   scripts/cluster.sh status [DIR]  which nodes run
+#   scripts/cluster.sh leader [DIR]  the metadata leader's node number
 #
 # Node N listens on TCP 181N0, HTTP 182N0, QUIC 183N0, WebSocket 184N0
 # and replica 185N0 (node 0: TCP 18100, HTTP 18200, ...). Root user:
@@ -103,9 +104,30 @@ status() {
   done
 }
 
+# The metadata leader's node number: the node that serves a linearizable
+# read (followers answer 307).
+leader() {
+  local n token code
+  for n in "${nodes[@]}"; do
+    token=$(curl -s -X POST "http://127.0.0.1:$(port 2 "$n")/users/login" \
+      -H 'content-type: application/json' \
+      -d "{\"username\":\"${IGGY_ROOT_USERNAME:-iggy}\",\"password\":\"${IGGY_ROOT_PASSWORD:-iggy}\"}" \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"]["token"])' 2>/dev/null) || continue
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "authorization: Bearer $token" \
+      "http://127.0.0.1:$(port 2 "$n")/streams?consistency=linearizable")
+    if [[ $code == 200 ]]; then
+      echo "$n"
+      return 0
+    fi
+  done
+  echo "no leader yet" >&2
+  return 1
+}
+
 case $command in
   start) start ;;
   stop) stop ;;
   status) status ;;
+  leader) leader ;;
   *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac

@@ -320,19 +320,27 @@ pub struct ReplicatedPartition<S: Storage> {
 }
 
 impl<S: Storage> ReplicatedPartition<S> {
-    /// Opens the group of `partition` with its journal in `dir`.
+    /// Opens the group of `partition` with its journal in `dir`; `created`:
+    /// the partition is being created as its create op commits (a group
+    /// with no trace here starts normal in its created view, see
+    /// `Group::create`).
     pub async fn open(
         storage: S,
         dir: &Path,
         placement: Placement,
         nonce: u64,
         partition: Rc<Partition<S>>,
+        created: bool,
     ) -> Result<Self, GroupError> {
         assert!(nonce != 0, "a boot nonce is never zero");
         let machine = PartitionMachine {
             partition: partition.clone(),
         };
-        let group = Group::open(storage, dir, placement, nonce, machine).await?;
+        let group = if created {
+            Group::create(storage, dir, placement, nonce, machine).await?
+        } else {
+            Group::open(storage, dir, placement, nonce, machine).await?
+        };
         let client = ClientId((u128::from(nonce) << 8) | u128::from(placement.identity.replica));
         Ok(ReplicatedPartition {
             group,

@@ -96,6 +96,7 @@ impl Cluster {
             placement(id, limits),
             self.nonce,
             Rc::new(partition),
+            false,
         )
         .await
         .expect("opens");

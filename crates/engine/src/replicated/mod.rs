@@ -130,7 +130,33 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         dir: &Path,
         placement: Placement,
         nonce: u64,
+        machine: M,
+    ) -> Result<Self, GroupError> {
+        Self::open_or_create(storage, dir, placement, nonce, machine, false).await
+    }
+
+    /// Opens a partition incarnation's group as its create op commits
+    /// (replication spec §2): a replica with no trace of it starts normal
+    /// in `placement.created_view` with an empty log, so the view's
+    /// primary serves at once; one that holds anything of it boots as
+    /// `open` does.
+    pub async fn create(
+        storage: S,
+        dir: &Path,
+        placement: Placement,
+        nonce: u64,
+        machine: M,
+    ) -> Result<Self, GroupError> {
+        Self::open_or_create(storage, dir, placement, nonce, machine, true).await
+    }
+
+    async fn open_or_create(
+        storage: S,
+        dir: &Path,
+        placement: Placement,
+        nonce: u64,
         mut machine: M,
+        create: bool,
     ) -> Result<Self, GroupError> {
         let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
         let persisted = superblock::load(&storage, dir, placement.identity).await?;
@@ -163,14 +189,24 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             uncertain: persisted.is_some_and(|s| s.uncertain),
             blank,
         };
-        let replica = VsrReplica::boot_group(
-            placement.identity.replica,
-            placement.replicas,
-            placement.timing,
-            durable,
-            nonce,
-            placement.created_view,
-        )
+        let replica = if create && blank {
+            VsrReplica::create_group(
+                placement.identity.replica,
+                placement.replicas,
+                placement.timing,
+                placement.created_view,
+                nonce,
+            )
+        } else {
+            VsrReplica::boot_group(
+                placement.identity.replica,
+                placement.replicas,
+                placement.timing,
+                durable,
+                nonce,
+                placement.created_view,
+            )
+        }
         .with_limits(placement.limits);
         Ok(Group {
             replica,

@@ -8,9 +8,11 @@
 //! committed and applied here. A replica that is not the primary forwards
 //! the submission once to the primary of its view (`ForwardRequest` to
 //! `view mod n`, spec §4.5) and answers its client when the primary's
-//! `ForwardReply` names the op and this replica has applied it; no answer
-//! in 5 s, or a primary that left its view, answers 57 (retry). A primary
-//! that leaves its view answers what it had in flight with 57.
+//! `ForwardReply` says the op committed (this replica applies it with the
+//! next commit it hears of: a read here right after may not see it yet, as
+//! any read of a backup's applied state, spec §4.4); no answer in 5 s, or a
+//! primary that left its view, answers 57 (retry). A primary that leaves
+//! its view answers what it had in flight with 57.
 //!
 //! The journal of an incarnation lives in `prepares-<incarnation>/` in the
 //! partition's directory; the incarnation is the partition's
@@ -100,6 +102,7 @@ impl PartitionReplica {
         partition_dir: &Path,
         fsync: bool,
         partition: Rc<Partition<RealStorage>>,
+        created: bool,
     ) -> Result<PartitionReplica, GroupError> {
         let dir = partition_dir.join(format!("prepares-{incarnation}"));
         let placement = Placement {
@@ -121,7 +124,8 @@ impl PartitionReplica {
         // A nonce per group and boot, never zero.
         let nonce = (shared.nonce ^ ns.rotate_left(17) ^ incarnation) | 1;
         let group =
-            ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition).await?;
+            ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition, created)
+                .await?;
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         let stopped = Rc::new(Cell::new(false));
         let ticks = tx.clone();
@@ -142,7 +146,6 @@ impl PartitionReplica {
             forwards: BTreeMap::new(),
             next_nonce: 1,
             remote: BTreeMap::new(),
-            awaiting_apply: BTreeMap::new(),
             stopped: stopped.clone(),
         };
         compio::runtime::spawn(task.run(rx)).detach();
@@ -197,9 +200,6 @@ struct Task {
     next_nonce: u64,
     /// Primary: submissions forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, Origin>,
-    /// Forwarded submissions the primary committed, answered once applied
-    /// here.
-    awaiting_apply: BTreeMap<Op, Vec<(Command, TxOneshot<Outcome>)>>,
     stopped: Rc<Cell<bool>>,
 }
 
@@ -313,10 +313,8 @@ impl Task {
             } => {
                 if let Some((_, _, command, reply)) = self.forwards.remove(&nonce) {
                     if code == 0 {
-                        self.awaiting_apply
-                            .entry(op)
-                            .or_default()
-                            .push((command, reply));
+                        let commit = self.group.group().replica().commit_max().max(op);
+                        reply.send(self.forwarded_outcome(op, commit, &command));
                     } else {
                         let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::Error);
                         reply.send(Outcome::Refused(code));
@@ -406,21 +404,9 @@ impl Task {
         }
     }
 
-    /// After every input: answer forwarded submissions applied here, and
-    /// end what a primary that left its view had in flight.
+    /// After every input: end what a primary that left its view had in
+    /// flight.
     fn settle(&mut self) {
-        let replica = self.group.group().replica();
-        let applied = replica.commit_min();
-        let commit = replica.commit_max();
-        while let Some(entry) = self.awaiting_apply.first_entry() {
-            if *entry.key() > applied {
-                break;
-            }
-            let (op, waiting) = entry.remove_entry();
-            for (command, reply) in waiting {
-                reply.send(self.forwarded_outcome(op, commit, &command));
-            }
-        }
         let replica = self.group.group().replica();
         let current = replica.view();
         let primary = replica.is_primary();
@@ -443,8 +429,9 @@ impl Task {
         }
     }
 
-    /// The answer to a forwarded submission the primary committed at `op`,
-    /// as this replica applied it.
+    /// The answer to a forwarded submission the primary committed at `op`
+    /// (an append's base offset from the entry when this replica holds it;
+    /// the SDK does not read it).
     fn forwarded_outcome(&self, op: Op, commit: Op, command: &Command) -> Outcome {
         let replica = self.group.group().replica();
         let applied = match command {
@@ -502,11 +489,6 @@ impl Task {
         }
         for (_, (_, _, _, reply)) in std::mem::take(&mut self.forwards) {
             reply.send(refused());
-        }
-        for (_, waiting) in std::mem::take(&mut self.awaiting_apply) {
-            for (_, reply) in waiting {
-                reply.send(refused());
-            }
         }
     }
 }

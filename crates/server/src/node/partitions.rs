@@ -226,7 +226,7 @@ impl Node {
         if opened.purge_completed {
             info!(?addr, "completed a purge interrupted by a restart");
         }
-        self.adopt_partition(addr, opened.partition, durability)
+        self.adopt_partition(addr, opened.partition, durability, false)
             .await
     }
 
@@ -270,7 +270,8 @@ impl Node {
             let path = dir.join(CREATED_REVISION_FILE);
             storage::counter_file::store(&RealStorage, &path, incarnation).await?;
         }
-        self.adopt_partition(addr, partition, durability).await
+        self.adopt_partition(addr, partition, durability, true)
+            .await
     }
 
     async fn adopt_partition(
@@ -278,6 +279,7 @@ impl Node {
         addr: PartitionAddr,
         partition: Partition<RealStorage>,
         durability: Durability,
+        created: bool,
     ) -> Result<(), StorageError> {
         let ns = addr.ns();
         let partition = Rc::new(partition);
@@ -291,6 +293,7 @@ impl Node {
                     &self.partition_dir(addr),
                     durability == Durability::Persisted,
                     partition.clone(),
+                    created,
                 )
                 .await;
                 match started {

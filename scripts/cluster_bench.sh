@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# iggy-bench against a local three-node cluster beside a single node, run
+# after run in one session (issue 16's benchmark): 2 pinned producers, 1 KB
+# messages in batches of 1,000, topics `replicated` and then `persisted`
+# (--fsync). Each run starts on fresh data directories with the page cache
+# dropped (needs root for that). The cluster run sends to the metadata
+# leader, which leads the new partitions' groups.
+#
+#   scripts/cluster_bench.sh [ROUNDS]
+#
+# BIN (default target/release/iggy-server), BENCH (target/release/iggy-bench),
+# BATCHES (batches per producer, default 1000), WORKDIR (/tmp/iggy-cluster-bench).
+# Prints one `total` line of iggy-bench per run (MB/s, then latencies in ms:
+# p50 p90 p95 p99 p999 p9999 max).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+batches=${BATCHES:-1000}
+bin=$(realpath "${BIN:-target/release/iggy-server}")
+bench=$(realpath "${BENCH:-target/release/iggy-bench}")
+work=${WORKDIR:-/tmp/iggy-cluster-bench}
+mkdir -p "$work"
+
+drop_caches() {
+  sync
+  echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "cannot drop the page cache (not root?)" >&2
+}
+
+run() {
+  local address=$1
+  shift
+  "$bench" pinned-producer --producers 2 --message-size 1000 --messages-per-batch 1000 \
+    --message-batches "$batches" --server-address "$address" --username iggy --password iggy \
+    --quiet "$@" | grep total || echo "FAILED"
+}
+
+single() {
+  rm -rf "$work/single"
+  mkdir -p "$work/single"
+  drop_caches
+  (
+    cd "$work/single"
+    IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_ADDRESS=127.0.0.1:18190 \
+      IGGY_HTTP_ADDRESS=127.0.0.1:0 IGGY_QUIC_ADDRESS=127.0.0.1:0 \
+      IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0 nohup "$bin" >server.log 2>&1 &
+    echo $! >pid
+  )
+  for _ in $(seq 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/18190) 2>/dev/null && break
+    sleep 0.1
+  done
+  run 127.0.0.1:18190 "$@"
+  kill "$(cat "$work/single/pid")"
+  while kill -0 "$(cat "$work/single/pid")" 2>/dev/null; do sleep 0.1; done
+}
+
+cluster() {
+  rm -rf "$work/cluster"
+  drop_caches
+  BIN=$bin scripts/cluster.sh start "$work/cluster" >/dev/null
+  local leader=
+  for _ in $(seq 60); do
+    leader=$(scripts/cluster.sh leader "$work/cluster" 2>/dev/null) && break
+    sleep 0.5
+  done
+  if [[ -z $leader ]]; then
+    echo "FAILED: no leader"
+  else
+    run "127.0.0.1:181${leader}0" "$@"
+  fi
+  scripts/cluster.sh stop "$work/cluster" >/dev/null
+}
+
+trap 'scripts/cluster.sh stop "$work/cluster" >/dev/null 2>&1 || true' EXIT
+for round in $(seq "$rounds"); do
+  echo "round $round single  replicated: $(single)"
+  echo "round $round cluster replicated: $(cluster)"
+  echo "round $round single  persisted:  $(single --fsync)"
+  echo "round $round cluster persisted:  $(cluster --fsync)"
+done
