@@ -201,9 +201,15 @@ pub fn decode(body: &[u8]) -> Result<Decoded, String> {
     }
 }
 
+/// Appends applied between background syncs of the segments, so that a
+/// checkpoint (which fsyncs them first) never meets a large unsynced tail.
+const BACKGROUND_SYNC_APPENDS: u32 = 16;
+
 /// The group's state machine: this node's copy of the partition.
 pub struct PartitionMachine<S: Storage> {
     partition: Rc<Partition<S>>,
+    /// Appends applied since the last background sync.
+    unsynced: u32,
 }
 
 impl<S: Storage> PartitionMachine<S> {
@@ -241,7 +247,21 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
             panic!("committed partition op {} cannot be decoded: {e}", entry.op)
         });
         let applied = match decoded {
-            Decoded::Append { base_offset, .. } => self.apply_append(entry, base_offset).await,
+            Decoded::Append { base_offset, .. } => {
+                let applied = self.apply_append(entry, base_offset).await;
+                self.unsynced += 1;
+                if self.unsynced >= BACKGROUND_SYNC_APPENDS {
+                    self.unsynced = 0;
+                    let log = self.partition.log().clone();
+                    compio::runtime::spawn(async move {
+                        if let Err(e) = log.sync().await {
+                            tracing::error!("background segment sync failed: {e}");
+                        }
+                    })
+                    .detach();
+                }
+                applied
+            }
             Decoded::StoreOffset { consumer, offset } => {
                 match self.partition.apply_store_offset(consumer, offset).await {
                     Ok(caught_up) => Applied::Stored { caught_up },
@@ -335,6 +355,7 @@ impl<S: Storage> ReplicatedPartition<S> {
         assert!(nonce != 0, "a boot nonce is never zero");
         let machine = PartitionMachine {
             partition: partition.clone(),
+            unsynced: 0,
         };
         let group = if created {
             Group::create(storage, dir, placement, nonce, machine).await?

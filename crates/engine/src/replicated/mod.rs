@@ -106,6 +106,12 @@ pub enum GroupError {
     },
 }
 
+/// A group that writes its journal without fsyncs starts one in the
+/// background after this many ops, so a checkpoint never meets a large
+/// unsynced journal (replication spec §6.1: `replicated` entries are
+/// fsynced in the background).
+pub const BACKGROUND_SYNC_OPS: u32 = 16;
+
 pub struct Group<S: Storage, M: StateMachine> {
     replica: VsrReplica,
     journal: Journal<S>,
@@ -116,6 +122,8 @@ pub struct Group<S: Storage, M: StateMachine> {
     persisted: Option<Superblock>,
     machine: M,
     fsync: bool,
+    /// Ops written without an fsync since the last background one.
+    unsynced: u32,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
 }
@@ -217,6 +225,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             persisted,
             machine,
             fsync: placement.fsync,
+            unsynced: 0,
             replies,
         })
     }
@@ -271,7 +280,22 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 }
                 Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,
                 Action::Sync if self.fsync => self.journal.sync().await?,
-                Action::Sync => self.journal.write_out().await?,
+                Action::Sync => {
+                    self.journal.write_out().await?;
+                    self.unsynced += 1;
+                    if self.unsynced >= BACKGROUND_SYNC_OPS {
+                        self.unsynced = 0;
+                        let journal = self.journal.clone();
+                        // A failure poisons the journal: the next write
+                        // reports it and the replica stops (§6.7).
+                        compio::runtime::spawn(async move {
+                            if let Err(e) = journal.sync().await {
+                                tracing::error!("background journal sync failed: {e}");
+                            }
+                        })
+                        .detach();
+                    }
+                }
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);
                     self.store_superblock(view, log_view, uncertain).await?;

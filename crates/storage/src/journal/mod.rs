@@ -18,6 +18,7 @@ mod replay;
 mod tests;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -67,6 +68,9 @@ struct JournalState<F> {
     written_sequence: u64,
     durable_sequence: u64,
     poison: Option<String>,
+    /// Where each record in the file (or pending) starts, by sequence: a
+    /// cut or a compaction finds its position without reading the file.
+    starts: BTreeMap<u64, u64>,
 }
 
 struct JournalInner<S: Storage> {
@@ -134,6 +138,13 @@ impl<S: Storage> Journal<S> {
             .await
             .map_err(io_error("fsync metadata directory", metadata_dir))?;
         let snapshot_sequence = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
+        let mut starts = BTreeMap::new();
+        let mut position = 0u64;
+        for record in &replayed.records {
+            starts.insert(record.sequence, position);
+            position += (ENTRY_HEADER_SIZE + record.payload.len()) as u64;
+        }
+        assert_eq!(position, replayed.valid_end, "records tile the valid file");
         recovery.records = records_after(replayed.records, snapshot_sequence, &path)?;
         let last_sequence = recovery
             .records
@@ -147,6 +158,7 @@ impl<S: Storage> Journal<S> {
             written_sequence: last_sequence,
             durable_sequence: last_sequence,
             poison: None,
+            starts,
         };
         let inner = JournalInner {
             storage,
@@ -216,6 +228,8 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.last_sequence += 1;
         let sequence = state.last_sequence;
+        let start = state.end + state.pending.len() as u64;
+        state.starts.insert(sequence, start);
         format::encode_entry(sequence, payload, &mut state.pending);
         Ok(sequence)
     }
@@ -335,7 +349,6 @@ impl<S: Storage> Journal<S> {
         let _io = self.inner.io.lock().await;
         self.write_pending_locked().await?;
         self.check_writable()?;
-        let path = self.path();
         let (file, end, last) = {
             let state = self.inner.state.borrow();
             (Rc::clone(&state.file), state.end, state.last_sequence)
@@ -343,24 +356,19 @@ impl<S: Storage> Journal<S> {
         if sequence >= last {
             return Ok(());
         }
-        let len = usize::try_from(end)
-            .map_err(|error| self.poison("truncation", io::Error::other(error)))?;
-        let bytes = file
-            .read_exact_at(len, 0)
-            .await
-            .map_err(|error| self.poison("truncation read", error))?;
-        let replayed = replay::replay(&bytes, &path)?;
-        let first = replayed.records.first().map_or(last, |r| r.sequence);
+        let first = {
+            let state = self.inner.state.borrow();
+            state.starts.keys().next().copied().unwrap_or(last)
+        };
         assert!(
             sequence + 1 >= first,
             "a cut never reaches into the snapshot ({sequence} below record {first})"
         );
-        let keep = replayed
-            .records
-            .iter()
-            .take_while(|r| r.sequence <= sequence)
-            .map(|r| (ENTRY_HEADER_SIZE + r.payload.len()) as u64)
-            .sum::<u64>();
+        let keep = {
+            let state = self.inner.state.borrow();
+            state.starts.get(&(sequence + 1)).copied().unwrap_or(end)
+        };
+        assert!(keep <= end, "pending records were written first");
         file.set_len(keep)
             .await
             .map_err(|error| self.poison("truncate", error))?;
@@ -369,6 +377,7 @@ impl<S: Storage> Journal<S> {
             .map_err(|error| self.poison("fsync", error))?;
         let mut state = self.inner.state.borrow_mut();
         state.end = keep;
+        state.starts.retain(|&s, _| s <= sequence);
         state.last_sequence = sequence;
         state.written_sequence = sequence;
         state.durable_sequence = state.durable_sequence.min(sequence);
@@ -404,33 +413,35 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.file = Rc::new(new_file);
         state.end = 0;
+        state.starts.clear();
         state.last_sequence = sequence;
         state.written_sequence = sequence;
         state.durable_sequence = sequence;
         Ok(())
     }
 
-    /// Rewrites the WAL without the entries up to `sequence`.
+    /// Rewrites the WAL without the entries up to `sequence`, reading only
+    /// the entries it keeps.
     async fn compact_locked(&self, sequence: u64) -> Result<()> {
         let path = self.path();
-        let (file, end) = {
+        let (file, end, keep_from) = {
             let state = self.inner.state.borrow();
-            (Rc::clone(&state.file), state.end)
+            let keep_from = state
+                .starts
+                .range(sequence + 1..)
+                .next()
+                .map_or(state.end, |(_, &start)| start.min(state.end));
+            (Rc::clone(&state.file), state.end, keep_from)
         };
-        let len = usize::try_from(end)
+        let len = usize::try_from(end - keep_from)
             .map_err(|error| self.poison("compaction", io::Error::other(error)))?;
-        let bytes = file
-            .read_exact_at(len, 0)
-            .await
-            .map_err(|error| self.poison("compaction read", error))?;
-        let replayed = replay::replay(&bytes, &path)?;
-        let keep_from = replayed
-            .records
-            .iter()
-            .take_while(|r| r.sequence <= sequence)
-            .map(|r| ENTRY_HEADER_SIZE + r.payload.len())
-            .sum::<usize>();
-        let kept = bytes[keep_from..].to_vec();
+        let kept = if len == 0 {
+            Vec::new()
+        } else {
+            file.read_exact_at(len, keep_from)
+                .await
+                .map_err(|error| self.poison("compaction read", error))?
+        };
         let kept_len = kept.len() as u64;
         write_atomically(&self.inner.storage, &path, kept)
             .await
@@ -444,6 +455,11 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.file = Rc::new(new_file);
         state.end = kept_len;
+        state.starts = std::mem::take(&mut state.starts)
+            .into_iter()
+            .filter(|&(s, _)| s > sequence)
+            .map(|(s, start)| (s, start - keep_from))
+            .collect();
         Ok(())
     }
 }
