@@ -124,6 +124,8 @@ pub struct Group<S: Storage, M: StateMachine> {
     fsync: bool,
     /// Ops written without an fsync since the last background one.
     unsynced: u32,
+    /// Reused for each journal record's encoding (records may be large).
+    scratch: Vec<u8>,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
 }
@@ -226,6 +228,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             machine,
             fsync: placement.fsync,
             unsynced: 0,
+            scratch: Vec::new(),
             replies,
         })
     }
@@ -273,9 +276,9 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             match action {
                 Action::Send(envelope) => effects.push(Effect::Send(envelope)),
                 Action::Journal(entry) => {
-                    let mut payload = Vec::new();
-                    encode_entry(&entry, &mut payload);
-                    let sequence = self.journal.append(&payload)?;
+                    self.scratch.clear();
+                    encode_entry(&entry, &mut self.scratch);
+                    let sequence = self.journal.append(&self.scratch)?;
                     assert_eq!(sequence, entry.op.0, "journal sequence = op");
                 }
                 Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,

@@ -315,6 +315,13 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.end = end + len;
         state.written_sequence = last;
+        // Reuse the buffer: a fresh one for every write of large records
+        // costs a page fault and a zeroed page per 4 KiB.
+        if state.pending.is_empty() {
+            let mut bytes = bytes;
+            bytes.clear();
+            state.pending = bytes;
+        }
         Ok(())
     }
 
