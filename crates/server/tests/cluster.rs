@@ -777,3 +777,48 @@ async fn stored_offset_on_partition(tcp: SocketAddr, consumer: u32, partition: u
         .ok()??;
     Some(stored.stored_offset)
 }
+
+#[test]
+fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serve_only_the_new_one()
+{
+    let mut nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    let away = (leader + 1) % usize::from(NODES);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
+        let options = TopicCreateOptions {
+            partitions_count: Some(2),
+            ..TopicCreateOptions::default()
+        };
+        client.create_topic(&stream, "t", &options).await.unwrap();
+        send_to(tcp(&nodes, leader), 1, "old", 5).await.unwrap();
+    });
+    eventually("the node about to leave holds the old messages", || {
+        runtime.block_on(messages_on(tcp(&nodes, away), 1)).len() == 5
+    });
+    let (status, _) = nodes[away].server.take().unwrap().stop();
+    assert!(status.success());
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
+        // Partition 1 goes, and a new partition 1 takes its id.
+        client.delete_partitions(&stream, &topic, 1).await.unwrap();
+        client.create_partitions(&stream, &topic, 1).await.unwrap();
+        send_to(tcp(&nodes, leader), 1, "new", 3).await.unwrap();
+    });
+    let expected = runtime.block_on(messages_on(tcp(&nodes, leader), 1));
+    assert_eq!(expected.len(), 3, "only the new incarnation's messages");
+    let node = &mut nodes[away];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    eventually("the returning node serves the new partition only", || {
+        runtime.block_on(messages_on(tcp(&nodes, away), 1)) == expected
+    });
+}

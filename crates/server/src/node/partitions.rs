@@ -214,6 +214,28 @@ impl Node {
         purge_generation: u64,
     ) -> Result<(), StorageError> {
         let dir = self.partition_dir(addr);
+        // A cluster node that missed a delete and re-create of this
+        // partition holds an older incarnation's directory: it is removed
+        // (replication spec §6.1), never served as the new one.
+        if self.ctx.cluster.is_some() && dir.exists() && !self.holds_incarnation(addr).await {
+            warn!(
+                dir = %dir.display(),
+                incarnation = ?self.incarnation(addr),
+                "removing a partition directory of another incarnation"
+            );
+            std::fs::remove_dir_all(&dir).map_err(|source| StorageError::Io {
+                operation: "remove a stale partition directory",
+                path: dir.clone(),
+                source,
+            })?;
+            let options = self.partition_options(addr, options);
+            let durability = options.durability;
+            let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
+            self.record_incarnation(addr, &dir).await?;
+            return self
+                .adopt_partition(addr, partition, durability, false)
+                .await;
+        }
         let options = self.partition_options(addr, options);
         let durability = options.durability;
         let opened = Partition::open(RealStorage, &dir, options, purge_generation).await?;
@@ -265,13 +287,24 @@ impl Node {
         let options = self.partition_options(addr, options);
         let durability = options.durability;
         let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
+        self.record_incarnation(addr, &dir).await?;
+        self.adopt_partition(addr, partition, durability, true)
+            .await
+    }
+
+    /// Cluster mode: records which incarnation a new partition directory
+    /// holds (`created.revision`).
+    async fn record_incarnation(
+        &self,
+        addr: PartitionAddr,
+        dir: &std::path::Path,
+    ) -> Result<(), StorageError> {
         if self.ctx.cluster.is_some() {
             let incarnation = self.incarnation(addr).unwrap_or(0);
             let path = dir.join(CREATED_REVISION_FILE);
             storage::counter_file::store(&RealStorage, &path, incarnation).await?;
         }
-        self.adopt_partition(addr, partition, durability, true)
-            .await
+        Ok(())
     }
 
     async fn adopt_partition(
