@@ -337,6 +337,26 @@ fn given_soak_rounds_when_nodes_are_killed_and_restarted_should_lose_no_stream()
     }
 }
 
+/// A started cluster whose leader created stream `orders`, the leader's
+/// index, and a runtime for the SDK.
+fn cluster_with_orders() -> (Vec<Node>, usize, tokio::runtime::Runtime) {
+    let nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    (nodes, leader, runtime)
+}
+
+/// Node `i`'s TCP address (it must be running).
+fn tcp_of(nodes: &[Node], i: usize) -> SocketAddr {
+    nodes[i].server.as_ref().unwrap().tcp()
+}
+
 /// Each message's offset and payload in partition `partition` of
 /// `orders/t`, as the node at `tcp` serves them (empty while it cannot
 /// log in or poll).
@@ -410,17 +430,9 @@ async fn stored_offset_on(tcp: SocketAddr, consumer: u32) -> Option<u64> {
 
 #[test]
 fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offsets() {
-    let mut nodes = start_cluster("");
-    eventually("the root user exists on every node", || {
-        nodes.iter().all(|node| try_token(node).is_some())
-    });
-    let leader = create_stream(&nodes, "orders");
+    let (mut nodes, leader, runtime) = cluster_with_orders();
     let follower = (leader + 1) % usize::from(NODES);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    let tcp = tcp_of;
     runtime.block_on(async {
         let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
         let options = TopicCreateOptions {
@@ -618,17 +630,9 @@ fn requests_of(node: &Node, command: &str) -> u64 {
 
 #[test]
 fn given_each_partitioning_and_strategy_when_every_node_restarts_should_keep_everything() {
-    let mut nodes = start_cluster("");
-    eventually("the root user exists on every node", || {
-        nodes.iter().all(|node| try_token(node).is_some())
-    });
-    let leader = create_stream(&nodes, "orders");
+    let (mut nodes, leader, runtime) = cluster_with_orders();
     let follower = (leader + 2) % usize::from(NODES);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    let tcp = tcp_of;
     let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
     let batch = |tag: &str, count: u32| -> Vec<IggyMessage> {
         (0..count)
@@ -781,17 +785,9 @@ async fn stored_offset_on_partition(tcp: SocketAddr, consumer: u32, partition: u
 #[test]
 fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serve_only_the_new_one()
 {
-    let mut nodes = start_cluster("");
-    eventually("the root user exists on every node", || {
-        nodes.iter().all(|node| try_token(node).is_some())
-    });
-    let leader = create_stream(&nodes, "orders");
+    let (mut nodes, leader, runtime) = cluster_with_orders();
     let away = (leader + 1) % usize::from(NODES);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let tcp = |nodes: &[Node], i: usize| nodes[i].server.as_ref().unwrap().tcp();
+    let tcp = tcp_of;
     let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
     runtime.block_on(async {
         let client = harness::sdk::root_client(tcp(&nodes, leader)).await;

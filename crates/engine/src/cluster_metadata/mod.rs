@@ -17,13 +17,12 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use consensus::vsr::NotAdmitted;
-use consensus::vsr::message::{Entry, Message, ReplicaId, Request};
+use consensus::vsr::message::{Entry, Message, ReplicaId};
 use consensus::{ClientId, Op, RequestNumber, View};
 use storage::Storage;
 
 use crate::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind};
-use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine};
+use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine, Submitted, Submitter};
 
 /// Outcomes kept for the submitters to collect (older ones are dropped:
 /// their submitters gave up or were answered).
@@ -166,10 +165,8 @@ pub enum Submit {
 
 pub struct ClusterMetadata<S: Storage, A: Applier> {
     group: Group<S, Machine<A>>,
-    /// This boot's client id for the ops it submits (a new one per boot, so
-    /// request numbers restart safely).
-    client: ClientId,
-    next_request: u64,
+    /// This boot's client for the ops it submits.
+    submitter: Submitter,
 }
 
 impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
@@ -191,11 +188,9 @@ impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
             outcomes: BTreeMap::new(),
         };
         let group = Group::open(storage, dir, placement, nonce, machine).await?;
-        let client = ClientId((u128::from(nonce) << 8) | u128::from(placement.identity.replica));
         Ok(ClusterMetadata {
             group,
-            client,
-            next_request: 1,
+            submitter: Submitter::new(nonce, placement.identity.replica),
         })
     }
 
@@ -219,7 +214,7 @@ impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
 
     /// This node's client id for its submissions.
     pub fn client(&self) -> ClientId {
-        self.client
+        self.submitter.client()
     }
 
     /// The state the primary validates a new op on: everything applied,
@@ -254,20 +249,13 @@ impl<S: Storage, A: Applier> ClusterMetadata<S, A> {
         }
         let mut body = Vec::with_capacity(128);
         op.encode(&mut body);
-        let request = RequestNumber(self.next_request);
-        let submitted = Request {
-            client: self.client,
-            number: request,
-            body,
-        };
-        match self.group.on_request(submitted, now_us).await? {
-            Ok(effects) => {
-                self.next_request += 1;
-                Ok(Submit::Prepared { request, effects })
-            }
-            Err(NotAdmitted::NotPrimary { view }) => Ok(Submit::NotPrimary { view }),
-            Err(NotAdmitted::Busy) => Ok(Submit::Busy),
-        }
+        Ok(
+            match self.submitter.submit(&mut self.group, body, now_us).await? {
+                Submitted::Prepared { request, effects } => Submit::Prepared { request, effects },
+                Submitted::NotPrimary { view } => Submit::NotPrimary { view },
+                Submitted::Busy => Submit::Busy,
+            },
+        )
     }
 
     /// A frame from a peer.

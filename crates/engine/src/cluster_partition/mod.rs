@@ -35,8 +35,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::rc::Rc;
 
-use consensus::vsr::NotAdmitted;
-use consensus::vsr::message::{Entry, Message, ReplicaId, Request};
+use consensus::vsr::message::{Entry, Message, ReplicaId};
 use consensus::{ClientId, Op, RequestNumber, View};
 use protocol::ErrorCode;
 use protocol::batch::{BatchHeader, Verify, validate_record};
@@ -44,7 +43,7 @@ use storage::offsets::ConsumerKind;
 use storage::{Offset, Storage, StorageError};
 
 use crate::partition::{ConsumerKey, Partition, PartitionError};
-use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine};
+use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine, Submitted, Submitter};
 
 const APPEND: u8 = 1;
 const STORE_OFFSET: u8 = 2;
@@ -334,9 +333,8 @@ pub enum Submit {
 pub struct ReplicatedPartition<S: Storage> {
     group: Group<S, PartitionMachine<S>>,
     partition: Rc<Partition<S>>,
-    /// This boot's client id for the ops this node submits.
-    client: ClientId,
-    next_request: u64,
+    /// This boot's client for the ops this node submits.
+    submitter: Submitter,
 }
 
 impl<S: Storage> ReplicatedPartition<S> {
@@ -362,12 +360,10 @@ impl<S: Storage> ReplicatedPartition<S> {
         } else {
             Group::open(storage, dir, placement, nonce, machine).await?
         };
-        let client = ClientId((u128::from(nonce) << 8) | u128::from(placement.identity.replica));
         Ok(ReplicatedPartition {
             group,
             partition,
-            client,
-            next_request: 1,
+            submitter: Submitter::new(nonce, placement.identity.replica),
         })
     }
 
@@ -380,7 +376,7 @@ impl<S: Storage> ReplicatedPartition<S> {
     }
 
     pub fn client(&self) -> ClientId {
-        self.client
+        self.submitter.client()
     }
 
     /// Where the next append starts: after the newest append in the
@@ -427,20 +423,13 @@ impl<S: Storage> ReplicatedPartition<S> {
             Command::StoreOffset { consumer, offset } => encode_store(*consumer, *offset),
             Command::DeleteOffset { consumer } => encode_delete(*consumer),
         };
-        let request = RequestNumber(self.next_request);
-        let submitted = Request {
-            client: self.client,
-            number: request,
-            body,
-        };
-        match self.group.on_request(submitted, now_us).await? {
-            Ok(effects) => {
-                self.next_request += 1;
-                Ok(Submit::Prepared { request, effects })
-            }
-            Err(NotAdmitted::NotPrimary { view }) => Ok(Submit::NotPrimary { view }),
-            Err(NotAdmitted::Busy) => Ok(Submit::Busy),
-        }
+        Ok(
+            match self.submitter.submit(&mut self.group, body, now_us).await? {
+                Submitted::Prepared { request, effects } => Submit::Prepared { request, effects },
+                Submitted::NotPrimary { view } => Submit::NotPrimary { view },
+                Submitted::Busy => Submit::Busy,
+            },
+        )
     }
 
     /// A frame from a peer.

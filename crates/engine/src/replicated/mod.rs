@@ -77,6 +77,66 @@ pub enum Effect {
     },
 }
 
+/// This node's own client in a group: a new id per boot (so its request
+/// numbers may restart at 1 safely) and the next request number.
+pub struct Submitter {
+    client: ClientId,
+    next_request: u64,
+}
+
+/// What a submission through a `Submitter` came to.
+#[derive(Debug)]
+pub enum Submitted {
+    /// Prepared as request `request`; its result comes with the
+    /// `Effect::Reply` for it.
+    Prepared {
+        request: RequestNumber,
+        effects: Vec<Effect>,
+    },
+    /// Not the primary of a normal view: the primary of `view` is.
+    NotPrimary { view: View },
+    /// The pipeline is full; nothing was prepared (safe to retry).
+    Busy,
+}
+
+impl Submitter {
+    /// The client of replica `replica` for the boot with this `nonce`.
+    pub fn new(nonce: u64, replica: ReplicaId) -> Self {
+        assert!(nonce != 0, "a boot nonce is never zero");
+        Submitter {
+            client: ClientId((u128::from(nonce) << 8) | u128::from(replica)),
+            next_request: 1,
+        }
+    }
+
+    pub fn client(&self) -> ClientId {
+        self.client
+    }
+
+    /// Submits `body` as this node's next request.
+    pub async fn submit<S: Storage, M: StateMachine>(
+        &mut self,
+        group: &mut Group<S, M>,
+        body: Vec<u8>,
+        now_us: u64,
+    ) -> Result<Submitted, GroupError> {
+        let request = RequestNumber(self.next_request);
+        let submitted = Request {
+            client: self.client,
+            number: request,
+            body,
+        };
+        Ok(match group.on_request(submitted, now_us).await? {
+            Ok(effects) => {
+                self.next_request += 1;
+                Submitted::Prepared { request, effects }
+            }
+            Err(NotAdmitted::NotPrimary { view }) => Submitted::NotPrimary { view },
+            Err(NotAdmitted::Busy) => Submitted::Busy,
+        })
+    }
+}
+
 /// How a group is placed and timed.
 #[derive(Debug, Clone, Copy)]
 pub struct Placement {
