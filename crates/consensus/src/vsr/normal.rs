@@ -46,17 +46,19 @@ impl VsrReplica {
         let entry = Entry::new(op, self.view, self.head_identity(), request, timestamp_us);
         self.in_pipeline.insert((entry.client, entry.request));
         self.log.push(entry.clone());
-        actions.push(Action::Journal(entry.clone()));
-        actions.push(Action::Sync);
-        // Our own copy is durable once the Sync above ran.
-        self.acks.insert(op, 1 << self.id);
-        let commit = self.commit_max;
+        // The prepare goes out before our own write (replication spec §4.2:
+        // forwarding MAY precede the write), so the backups' writes overlap
+        // ours. Our ack counts at once: no PrepareOk can be taken before
+        // these actions, the Sync included, have all run.
         let prepare = Message::Prepare {
             view: self.view,
-            commit,
-            entry,
+            commit: self.commit_max,
+            entry: entry.clone(),
         };
         self.broadcast(&mut actions, &prepare);
+        actions.push(Action::Journal(entry));
+        actions.push(Action::Sync);
+        self.acks.insert(op, 1 << self.id);
         self.commit_ready(&mut actions);
         assert_eq!(self.head(), head_before.next(), "one op per request");
         self.check_invariants();

@@ -371,6 +371,11 @@ impl<S: Storage> ReplicatedPartition<S> {
         &self.group
     }
 
+    /// See `Group::set_outbox`.
+    pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(consensus::vsr::message::Envelope)>) {
+        self.group.set_outbox(outbox);
+    }
+
     pub fn partition(&self) -> &Rc<Partition<S>> {
         &self.partition
     }

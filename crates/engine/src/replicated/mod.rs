@@ -186,6 +186,10 @@ pub struct Group<S: Storage, M: StateMachine> {
     unsynced: u32,
     /// Reused for each journal record's encoding (records may be large).
     scratch: Vec<u8>,
+    /// Where frames go the moment the replica asks (so a prepare leaves
+    /// before the primary's own journal write); `None`: returned as
+    /// `Effect::Send` with the rest.
+    outbox: Option<Box<dyn FnMut(Envelope)>>,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
 }
@@ -289,12 +293,19 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             fsync: placement.fsync,
             unsynced: 0,
             scratch: Vec::new(),
+            outbox: None,
             replies,
         })
     }
 
     pub fn replica(&self) -> &VsrReplica {
         &self.replica
+    }
+
+    /// Sends every frame through `outbox` as soon as the replica asks for
+    /// it, instead of returning it among the effects.
+    pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(Envelope)>) {
+        self.outbox = Some(outbox);
     }
 
     pub fn machine(&self) -> &M {
@@ -334,7 +345,10 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         let mut effects = Vec::new();
         for action in actions {
             match action {
-                Action::Send(envelope) => effects.push(Effect::Send(envelope)),
+                Action::Send(envelope) => match &mut self.outbox {
+                    Some(outbox) => outbox(envelope),
+                    None => effects.push(Effect::Send(envelope)),
+                },
                 Action::Journal(entry) => {
                     self.scratch.clear();
                     encode_entry(&entry, &mut self.scratch);

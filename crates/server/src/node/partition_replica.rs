@@ -123,9 +123,15 @@ impl PartitionReplica {
         };
         // A nonce per group and boot, never zero.
         let nonce = (shared.nonce ^ ns.rotate_left(17) ^ incarnation) | 1;
-        let group =
+        let mut group =
             ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition, created)
                 .await?;
+        // Frames leave as the replica asks: a prepare before the primary's
+        // own journal write.
+        let outbox = shared.clone();
+        group.set_outbox(Box::new(move |envelope| {
+            outbox.send(envelope.to, ns, incarnation, envelope.message);
+        }));
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         let stopped = Rc::new(Cell::new(false));
         let ticks = tx.clone();
