@@ -1,5 +1,6 @@
 //! `iggy-server`: parse flags, then run the boot sequence (see `boot`).
 
+mod allocator;
 mod args;
 mod boot;
 mod diagnostics;
@@ -15,6 +16,7 @@ mod transport;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    allocator::tune();
     let args = match args::parse(std::env::args_os().skip(1)) {
         Ok(args::Parsed::Run(args)) => args,
         Ok(args::Parsed::Help) => {

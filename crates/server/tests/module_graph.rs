@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["handlers"],
     &["diagnostics"],
     &["node"],
-    &["metrics", "args", "notify", "cluster"],
+    &["metrics", "args", "notify", "cluster", "allocator"],
     &["telemetry"],
     &["config"],
 ];
