@@ -187,10 +187,14 @@ impl Node {
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             // Every batch is fsynced: bypassing the page cache makes the
-            // fsync cheap (see storage's `partition::direct`).
+            // fsync cheap (see storage's `partition::direct`). In a cluster
+            // the group's journal already holds every batch, and each byte
+            // is written six times across three nodes: the segments bypass
+            // the page cache too (cluster_bench: replicated 102-110 ->
+            // 149-205 MB/s).
             direct_io: match self.ctx.limits.direct_io {
                 DirectIo::Always => true,
-                DirectIo::Fsync => persisted,
+                DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
                 DirectIo::Never => false,
             },
             direct_sync: persisted,
