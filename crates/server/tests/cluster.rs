@@ -11,7 +11,10 @@
 
 mod harness;
 
-use std::net::{SocketAddr, TcpListener};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::http::{request, root_token};
@@ -70,11 +73,16 @@ struct Node {
 fn start_cluster(extra_config: &str) -> Vec<Node> {
     let ports = reserve_ports();
     let config = config(&ports, extra_config);
+    start_nodes(&ports, |_| config.clone())
+}
+
+/// Starts node `id` of `ports` with the configuration `config_of(id)`.
+fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<Node> {
     (0..NODES)
         .map(|id| {
             let p = ports[usize::from(id)];
             let options = ServerOptions::default()
-                .config_file(&config)
+                .config_file(&config_of(id))
                 .env("IGGY_CONFIG_PATH", "config.toml")
                 .env("IGGY_TCP_ADDRESS", &format!("127.0.0.1:{}", p[0]))
                 .env("IGGY_HTTP_ADDRESS", &format!("127.0.0.1:{}", p[1]))
@@ -93,6 +101,80 @@ fn start_cluster(extra_config: &str) -> Vec<Node> {
             }
         })
         .collect()
+}
+
+/// A TCP relay in front of one replica link that a test can cut (both
+/// directions, open connections closed, new ones refused) and heal.
+struct LinkProxy {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl LinkProxy {
+    fn start(upstream: u16) -> LinkProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (cutting, opened) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if cutting.load(Ordering::SeqCst) {
+                    continue; // dropped: refused while cut
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let mut open = opened.lock().unwrap();
+                open.push(client.try_clone().unwrap());
+                open.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        LinkProxy { port, cut, open }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A cluster whose replica links all pass through `LinkProxy`s: node j
+/// dials node i > j at the proxy `(j, i)` (only the lower id dials).
+fn start_cluster_with_proxies() -> (Vec<Node>, BTreeMap<(u8, u8), LinkProxy>) {
+    let ports = reserve_ports();
+    let mut proxies = BTreeMap::new();
+    for j in 0..NODES {
+        for i in j + 1..NODES {
+            proxies.insert((j, i), LinkProxy::start(ports[usize::from(i)][4]));
+        }
+    }
+    let nodes = start_nodes(&ports, |id| {
+        let mut seen = ports.clone();
+        for i in id + 1..NODES {
+            seen[usize::from(i)][4] = proxies[&(id, i)].port;
+        }
+        config(&seen, "")
+    });
+    (nodes, proxies)
 }
 
 /// Polls `check` until it holds or the deadline passes.
@@ -916,4 +998,105 @@ fn given_failover_rounds_when_the_leader_is_killed_should_lose_no_acknowledged_m
         times[times.len() / 2],
         times[times.len() - 1]
     );
+}
+
+#[test]
+fn given_an_isolated_leader_when_the_network_heals_should_discard_what_it_prepared_alone() {
+    let (mut nodes, proxies) = start_cluster_with_proxies();
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let leader = create_stream(&nodes, "orders");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
+        let options = TopicCreateOptions::default();
+        client
+            .create_topic(&harness::sdk::name("orders"), "t", &options)
+            .await
+            .unwrap();
+        send_to(tcp_of(&nodes, leader), 0, "before", 5)
+            .await
+            .unwrap();
+    });
+
+    // The leader is cut off from both peers.
+    let isolate = |id: u8| {
+        for ((j, i), proxy) in &proxies {
+            if *j == id || *i == id {
+                proxy.cut();
+            }
+        }
+    };
+    isolate(u8::try_from(leader).unwrap());
+    // What it is sent now is never acknowledged: it has no quorum.
+    let alone = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(4),
+            send_to(tcp_of(&nodes, leader), 0, "alone", 3),
+        )
+        .await
+    });
+    assert!(
+        !matches!(alone, Ok(Ok(()))),
+        "an isolated leader acknowledged"
+    );
+
+    // The majority elects and serves.
+    let survivors: Vec<usize> = (0..nodes.len()).filter(|&i| i != leader).collect();
+    let mut attempt = 0;
+    eventually("the majority accepts a send", || {
+        attempt += 1;
+        survivors.iter().any(|&i| {
+            let tag = format!("majority-{attempt}-{i}");
+            matches!(
+                runtime.block_on(async {
+                    tokio::time::timeout(
+                        Duration::from_secs(2),
+                        send_to(tcp_of(&nodes, i), 0, &tag, 2),
+                    )
+                    .await
+                }),
+                Ok(Ok(()))
+            )
+        })
+    });
+
+    // Healed: the old leader rejoins as a backup of the new view, holds
+    // what the majority committed, and what it prepared alone is gone.
+    for proxy in proxies.values() {
+        proxy.heal();
+    }
+    eventually("every node serves the majority's log", || {
+        let logs: Vec<Vec<(u64, Vec<u8>)>> = (0..nodes.len())
+            .map(|i| runtime.block_on(messages_on(tcp_of(&nodes, i), 0)))
+            .collect();
+        logs[0].len() >= 7 && logs.windows(2).all(|w| w[0] == w[1])
+    });
+    let log = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
+    assert!(
+        log.iter()
+            .all(|(_, payload)| !payload.starts_with(b"alone")),
+        "an op the isolated leader prepared alone was applied"
+    );
+    assert_eq!(
+        log[..5].iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
+    let token = root_token(nodes[leader].http);
+    let response = request(
+        nodes[leader].http,
+        "GET",
+        "/streams?consistency=linearizable",
+        Some(&token),
+        None,
+    );
+    assert_eq!(response.status, 307, "the old leader is a follower now");
+    for node in &mut nodes {
+        let (status, _) = node.server.take().unwrap().stop();
+        assert!(status.success());
+    }
 }
