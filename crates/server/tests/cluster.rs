@@ -1100,3 +1100,34 @@ fn given_an_isolated_leader_when_the_network_heals_should_discard_what_it_prepar
         assert!(status.success());
     }
 }
+
+#[test]
+fn given_each_replica_wiped_in_turn_when_it_restarts_fresh_should_refill_from_its_peers() {
+    let (mut nodes, leader, runtime) = cluster_with_orders();
+    runtime.block_on(async {
+        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
+        let options = TopicCreateOptions::default();
+        client
+            .create_topic(&harness::sdk::name("orders"), "t", &options)
+            .await
+            .unwrap();
+        send_to(tcp_of(&nodes, leader), 0, "kept", 20)
+            .await
+            .unwrap();
+    });
+    let expected = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
+    assert_eq!(expected.len(), 20);
+    for victim in 0..nodes.len() {
+        let (status, _) = nodes[victim].server.take().unwrap().stop();
+        assert!(status.success());
+        let node = &mut nodes[victim];
+        // `--fresh` erases the data directory before the node starts.
+        let fresh = node.options.clone().arg("--fresh");
+        node.server = Some(TestServer::start(&node.workdir, &fresh));
+        eventually(
+            &format!("wiped node {victim} serves every message again"),
+            || runtime.block_on(messages_on(tcp_of(&nodes, victim), 0)) == expected,
+        );
+        assert_eq!(stream_names(&nodes[victim]), ["orders"]);
+    }
+}
