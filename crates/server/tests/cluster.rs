@@ -594,6 +594,37 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
         });
     }
 
+    // NoAck (which the SDK never sends): answered once proposed, then
+    // stored on every node.
+    {
+        let mut raw = harness::raw::connect(tcp_of(&nodes, leader));
+        let session = harness::raw::login(&mut raw);
+        let mut body = vec![1, 1, 4];
+        body.extend_from_slice(&6u32.to_le_bytes());
+        body.extend_from_slice(&[2, 6]);
+        body.extend_from_slice(b"orders");
+        body.extend_from_slice(&[2, 1, b't', 1, 0, 0, 0, 0]);
+        body.extend_from_slice(&20u64.to_le_bytes());
+        body.push(0);
+        harness::raw::send(
+            &mut raw,
+            protocol::CommandCode::StoreConsumerOffset,
+            session,
+            1,
+            &body,
+        );
+        let (header, _) = harness::raw::read_frame(&mut raw).unwrap();
+        let status = protocol::header::ReplyHeader::decode(&header)
+            .unwrap()
+            .status;
+        assert_eq!(status, 0, "a NoAck store is answered");
+    }
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} holds the NoAck offset"), || {
+            runtime.block_on(stored_offset_on(tcp_of(&nodes, i), 6)) == Some(20)
+        });
+    }
+
     // A consumer group polls with auto-commit: the SDK routes it to the
     // partition's primary (codes 103, 14, 104) and the commit is replicated.
     runtime.block_on(async {

@@ -546,7 +546,8 @@ pub async fn store_offset(call: Call<'_>, request: StoreConsumerOffset<'_>) -> R
     let node = call.node();
     let stored = async move {
         let offset = Offset(request.offset);
-        let committed = store_numbered(node, caller, &request.target, offset).await?;
+        let wait = request.ack == protocol::requests::AckLevel::Quorum;
+        let committed = store_numbered(node, caller, &request.target, offset, wait).await?;
         Ok((Vec::new(), committed))
     };
     write_once(&call, stored).await
@@ -560,7 +561,7 @@ pub async fn write_offset(
     target: &OffsetTarget<'_>,
     offset: u64,
 ) -> Result<(), ErrorCode> {
-    store_numbered(node, caller, target, Offset(offset)).await?;
+    store_numbered(node, caller, target, Offset(offset), true).await?;
     Ok(())
 }
 
@@ -570,9 +571,14 @@ async fn store_numbered(
     caller: Caller,
     target: &OffsetTarget<'_>,
     offset: Offset,
+    wait: bool,
 ) -> Result<Committed, ErrorCode> {
     let (addr, consumer) = offset_target(node, caller, target, true)?;
-    let op = PartitionOp::StoreOffset { consumer, offset };
+    let op = PartitionOp::StoreOffset {
+        consumer,
+        offset,
+        wait,
+    };
     match node.partition(addr.ns(), op).await {
         PartitionReply::Stored {
             caught_up,
@@ -591,7 +597,8 @@ pub async fn delete_offset(call: Call<'_>, request: DeleteConsumerOffset<'_>) ->
     let caller = Caller::of(&call);
     let node = call.node();
     let removed = async move {
-        let committed = remove_numbered(node, caller, &request.target).await?;
+        let wait = request.ack == protocol::requests::AckLevel::Quorum;
+        let committed = remove_numbered(node, caller, &request.target, wait).await?;
         Ok((Vec::new(), committed))
     };
     write_once(&call, removed).await
@@ -603,7 +610,7 @@ pub async fn remove_offset(
     caller: Caller,
     target: &OffsetTarget<'_>,
 ) -> Result<(), ErrorCode> {
-    remove_numbered(node, caller, target).await?;
+    remove_numbered(node, caller, target, true).await?;
     Ok(())
 }
 
@@ -612,9 +619,10 @@ async fn remove_numbered(
     node: &Node,
     caller: Caller,
     target: &OffsetTarget<'_>,
+    wait: bool,
 ) -> Result<Committed, ErrorCode> {
     let (addr, consumer) = offset_target(node, caller, target, true)?;
-    let op = PartitionOp::DeleteOffset { consumer };
+    let op = PartitionOp::DeleteOffset { consumer, wait };
     match node.partition(addr.ns(), op).await {
         PartitionReply::Deleted(committed) => Ok(committed),
         other => Err(failure(other)),

@@ -50,12 +50,17 @@ pub enum PartitionOp {
     GetOffset {
         consumer: ConsumerKey,
     },
+    /// `wait`: answered once committed (ack level `Quorum`); otherwise, in
+    /// a cluster, once proposed (`NoAck`, replication spec §4.3). A single
+    /// node always answers once it is stored.
     StoreOffset {
         consumer: ConsumerKey,
         offset: Offset,
+        wait: bool,
     },
     DeleteOffset {
         consumer: ConsumerKey,
+        wait: bool,
     },
     /// Whether a consumer group was served messages it has not committed.
     InFlight {
@@ -438,10 +443,14 @@ impl Node {
                 partition.poll(request).await
             }
             PartitionOp::GetOffset { consumer } => Ok(partition.get_offset(consumer)),
-            PartitionOp::StoreOffset { consumer, offset } => {
-                partition.store_offset(consumer, offset).await
+            PartitionOp::StoreOffset {
+                consumer,
+                offset,
+                wait,
+            } => partition.store_offset(consumer, offset, wait).await,
+            PartitionOp::DeleteOffset { consumer, wait } => {
+                partition.delete_offset(consumer, wait).await
             }
-            PartitionOp::DeleteOffset { consumer } => partition.delete_offset(consumer).await,
             PartitionOp::InFlight { consumer } => Ok(PartitionReply::InFlight(
                 partition.partition.in_flight(consumer),
             )),
@@ -462,6 +471,12 @@ impl Node {
         })
     }
 }
+
+/// The numbers of a change answered before it was numbered (`NoAck`).
+const UNNUMBERED: Committed = Committed {
+    op: consensus::Op::ZERO,
+    commit: consensus::Op::ZERO,
+};
 
 /// The reply to a change committed through the partition's group.
 fn replicated_reply(outcome: Outcome) -> PartitionReply {
@@ -589,12 +604,27 @@ impl OwnedPartition {
         &self,
         consumer: ConsumerKey,
         offset: Offset,
+        wait: bool,
     ) -> Result<PartitionReply, PartitionError> {
         if let Some(replica) = &self.replica {
-            let outcome = replica
-                .submit(Command::StoreOffset { consumer, offset })
-                .await;
-            return Ok(replicated_reply(outcome));
+            let command = Command::StoreOffset { consumer, offset };
+            if !wait {
+                // NoAck: checked here, proposed, answered at once.
+                if self
+                    .partition
+                    .log()
+                    .last_offset()
+                    .is_none_or(|last| offset > last)
+                {
+                    return Err(PartitionError::OffsetBeyondEnd { offset });
+                }
+                replica.propose(command);
+                return Ok(PartitionReply::Stored {
+                    caught_up: false,
+                    committed: UNNUMBERED,
+                });
+            }
+            return Ok(replicated_reply(replica.submit(command).await));
         }
         let now_us = super::process_stats::now_us();
         let (caught_up, committed) = self
@@ -607,10 +637,21 @@ impl OwnedPartition {
         })
     }
 
-    async fn delete_offset(&self, consumer: ConsumerKey) -> Result<PartitionReply, PartitionError> {
+    async fn delete_offset(
+        &self,
+        consumer: ConsumerKey,
+        wait: bool,
+    ) -> Result<PartitionReply, PartitionError> {
         if let Some(replica) = &self.replica {
-            let outcome = replica.submit(Command::DeleteOffset { consumer }).await;
-            return Ok(replicated_reply(outcome));
+            let command = Command::DeleteOffset { consumer };
+            if !wait {
+                if self.partition.stored_offset(consumer).is_none() {
+                    return Err(PartitionError::OffsetNotFound);
+                }
+                replica.propose(command);
+                return Ok(PartitionReply::Deleted(UNNUMBERED));
+            }
+            return Ok(replicated_reply(replica.submit(command).await));
         }
         let now_us = super::process_stats::now_us();
         let committed = self.partition.delete_offset(consumer, now_us).await?;
