@@ -164,6 +164,10 @@ pub struct OwnedPartition {
 /// of an older incarnation is removed before the new one is created.
 pub const CREATED_REVISION_FILE: &str = "created.revision";
 
+/// How much later than this process's start a create must be stamped for
+/// the node to count as up when it committed (clock skew between nodes).
+const LIVE_CREATE_MARGIN_US: u64 = 1_000_000;
+
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -328,6 +332,12 @@ impl Node {
         let replica = match &self.ctx.cluster {
             Some(shared) => {
                 let incarnation = self.incarnation(addr).unwrap_or(0);
+                // Only a node that was up when the create committed may
+                // start the group normal in its created view (replication
+                // spec §2): a create replayed while catching up after a
+                // restart or a wipe (stamped before this process started)
+                // boots the group blank, to be given the view's log.
+                let live = incarnation > self.ctx.started_at_us + LIVE_CREATE_MARGIN_US;
                 let started = PartitionReplica::start(
                     shared.clone(),
                     ns,
@@ -335,7 +345,7 @@ impl Node {
                     &self.partition_dir(addr),
                     durability == Durability::Persisted,
                     partition.clone(),
-                    created,
+                    created && live,
                 )
                 .await;
                 match started {
