@@ -422,7 +422,12 @@ fn given_soak_rounds_when_nodes_are_killed_and_restarted_should_lose_no_stream()
 /// A started cluster whose leader created stream `orders`, the leader's
 /// index, and a runtime for the SDK.
 fn cluster_with_orders() -> (Vec<Node>, usize, tokio::runtime::Runtime) {
-    let nodes = start_cluster("");
+    with_orders(start_cluster(""))
+}
+
+/// Waits for `nodes` to have their root user, creates stream `orders` on
+/// the leader; the nodes, the leader's index and a runtime for the SDK.
+fn with_orders(nodes: Vec<Node>) -> (Vec<Node>, usize, tokio::runtime::Runtime) {
     eventually("the root user exists on every node", || {
         nodes.iter().all(|node| try_token(node).is_some())
     });
@@ -432,6 +437,20 @@ fn cluster_with_orders() -> (Vec<Node>, usize, tokio::runtime::Runtime) {
         .build()
         .unwrap();
     (nodes, leader, runtime)
+}
+
+/// Creates topic `orders/t` with `partitions` partitions through the node
+/// at `tcp`.
+async fn create_topic_t(tcp: SocketAddr, partitions: u32) {
+    let client = harness::sdk::root_client(tcp).await;
+    let options = TopicCreateOptions {
+        partitions_count: Some(partitions),
+        ..TopicCreateOptions::default()
+    };
+    client
+        .create_topic(&harness::sdk::name("orders"), "t", &options)
+        .await
+        .unwrap();
 }
 
 /// Node `i`'s TCP address (it must be running).
@@ -517,14 +536,7 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
     let tcp = tcp_of;
     runtime.block_on(async {
         let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
-        let options = TopicCreateOptions {
-            partitions_count: Some(2),
-            ..TopicCreateOptions::default()
-        };
-        client
-            .create_topic(&harness::sdk::name("orders"), "t", &options)
-            .await
-            .unwrap();
+        create_topic_t(tcp(&nodes, leader), 2).await;
         for batch in 0..3 {
             send_to(tcp(&nodes, leader), 0, &format!("b{batch}"), 10)
                 .await
@@ -760,11 +772,7 @@ fn given_each_partitioning_and_strategy_when_every_node_restarts_should_keep_eve
     runtime.block_on(async {
         // A client of a follower: the SDK moves to the leader by itself.
         let client = harness::sdk::root_client(tcp(&nodes, follower)).await;
-        let options = TopicCreateOptions {
-            partitions_count: Some(3),
-            ..TopicCreateOptions::default()
-        };
-        client.create_topic(&stream, "t", &options).await.unwrap();
+        create_topic_t(tcp(&nodes, follower), 3).await;
         let sends = [
             (Partitioning::partition_id(1), batch("fixed", 10)),
             (Partitioning::balanced(), batch("rr-a", 4)),
@@ -903,12 +911,7 @@ fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serv
     let tcp = tcp_of;
     let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
     runtime.block_on(async {
-        let client = harness::sdk::root_client(tcp(&nodes, leader)).await;
-        let options = TopicCreateOptions {
-            partitions_count: Some(2),
-            ..TopicCreateOptions::default()
-        };
-        client.create_topic(&stream, "t", &options).await.unwrap();
+        create_topic_t(tcp(&nodes, leader), 2).await;
         send_to(tcp(&nodes, leader), 1, "old", 5).await.unwrap();
     });
     eventually("the node about to leave holds the old messages", || {
@@ -948,12 +951,7 @@ fn given_failover_rounds_when_the_leader_is_killed_should_lose_no_acknowledged_m
     };
     let (mut nodes, mut leader, runtime) = cluster_with_orders();
     runtime.block_on(async {
-        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
-        let options = TopicCreateOptions::default();
-        client
-            .create_topic(&harness::sdk::name("orders"), "t", &options)
-            .await
-            .unwrap();
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
     });
     let mut acknowledged: Vec<Vec<u8>> = Vec::new();
     let mut times = Vec::new();
@@ -1033,22 +1031,10 @@ fn given_failover_rounds_when_the_leader_is_killed_should_lose_no_acknowledged_m
 
 #[test]
 fn given_an_isolated_leader_when_the_network_heals_should_discard_what_it_prepared_alone() {
-    let (mut nodes, proxies) = start_cluster_with_proxies();
-    eventually("the root user exists on every node", || {
-        nodes.iter().all(|node| try_token(node).is_some())
-    });
-    let leader = create_stream(&nodes, "orders");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (nodes, proxies) = start_cluster_with_proxies();
+    let (mut nodes, leader, runtime) = with_orders(nodes);
     runtime.block_on(async {
-        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
-        let options = TopicCreateOptions::default();
-        client
-            .create_topic(&harness::sdk::name("orders"), "t", &options)
-            .await
-            .unwrap();
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
         send_to(tcp_of(&nodes, leader), 0, "before", 5)
             .await
             .unwrap();
@@ -1136,12 +1122,7 @@ fn given_an_isolated_leader_when_the_network_heals_should_discard_what_it_prepar
 fn given_each_replica_wiped_in_turn_when_it_restarts_fresh_should_refill_from_its_peers() {
     let (mut nodes, leader, runtime) = cluster_with_orders();
     runtime.block_on(async {
-        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
-        let options = TopicCreateOptions::default();
-        client
-            .create_topic(&harness::sdk::name("orders"), "t", &options)
-            .await
-            .unwrap();
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
         send_to(tcp_of(&nodes, leader), 0, "kept", 20)
             .await
             .unwrap();
