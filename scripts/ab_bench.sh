@@ -26,7 +26,10 @@
 # batches per actor of the main workloads; the one-message and 100-message
 # workloads scale with it (20 x and 5 x BATCHES batches). A smaller value is
 # only for a quick check that both servers start: compare figures only at
-# the default. Prints one line per run.
+# the default. Prints one line per run: iggy-bench's `total` line, then the
+# server's CPU seconds during the run and per GB of message data moved
+# (outside --reference mode the consumer run seeds its own streams first,
+# so its CPU includes that produce).
 set -euo pipefail
 reference=${REF_SERVER:-0}
 if [ "${1:-}" = --reference ]; then
@@ -156,18 +159,35 @@ fresh() {
     fi
 }
 
-# Prints the bench's `total` line, or FAILED with its last line (the whole
-# output stays in $workdir/bench.log).
+# The server's CPU time so far (user + system), in clock ticks.
+server_ticks() {
+    awk '{print $14 + $15}' "/proc/$(cat "$workdir/pid")/stat"
+}
+
+# run GB ARGS...: prints the bench's `total` line, or FAILED with its last
+# line (the whole output stays in $workdir/bench.log), then the server's CPU
+# seconds during the run and per GB of message data moved (GB: what the
+# workload moves, 1 GB = 10^9 bytes).
 run() {
+    local gb=$1 before after
+    shift
+    before=$(server_ticks)
     if "$bench" "$@" $reuse --server-address "$address" --username iggy --password iggy \
         --quiet > "$workdir/bench.log" 2>&1 && grep -q total "$workdir/bench.log"; then
-        grep total "$workdir/bench.log"
+        after=$(server_ticks)
+        echo "$(grep total "$workdir/bench.log") | $(awk -v t=$((after - before)) \
+            -v hz="$(getconf CLK_TCK)" -v gb="$gb" \
+            'BEGIN {printf "server cpu %.2f s, %.2f s/GB", t / hz, t / hz / gb}')"
     else
         echo "FAILED: $(tail -n 1 "$workdir/bench.log")"
     fi
 }
 
 batch="--message-size 1000 --messages-per-batch 1000 --message-batches $batches"
+# GB of message data each workload moves.
+gb_pair=$(awk -v b="$batches" 'BEGIN {print 2 * b / 1000}')
+gb_single=$(awk -v b="$batches" 'BEGIN {print 20 * b / 1000000}')
+gb_hundred=$(awk -v b="$batches" 'BEGIN {print 5 * b / 10000}')
 for round in $(seq "$rounds"); do
     for side in $labels; do
         binary=$old
@@ -177,13 +197,13 @@ for round in $(seq "$rounds"); do
             [ "$side" = ref ] && is_ref=1
         fi
         fresh "$binary" $is_ref 2 false
-        echo "round $round $side 2 producers:  $(run pinned-producer --producers 2 $batch)"
-        echo "round $round $side 2 consumers:  $(run pinned-consumer --consumers 2 $batch)"
+        echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch)"
+        echo "round $round $side 2 consumers:  $(run "$gb_pair" pinned-consumer --consumers 2 $batch)"
         fresh "$binary" $is_ref 2 true
-        echo "round $round $side 2 fsync:      $(run pinned-producer --producers 2 $batch --fsync)"
+        echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync)"
         fresh "$binary" $is_ref 1 false
-        echo "round $round $side 1 message:    $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
+        echo "round $round $side 1 message:    $(run "$gb_single" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
         fresh "$binary" $is_ref 1 false
-        echo "round $round $side 100 messages: $(run pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
+        echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
     done
 done
