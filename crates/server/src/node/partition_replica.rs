@@ -227,6 +227,8 @@ impl Task {
             };
             match effects {
                 Ok(effects) => self.perform(effects),
+                // The partition is being deleted: its files go with it.
+                Err(_) if self.stopped.get() => break,
                 Err(GroupError::Storage(e)) => {
                     // Fail-stop (replication spec §6.7).
                     error!(ns = self.ns, "a partition replica's storage failed: {e}");
@@ -234,8 +236,7 @@ impl Task {
                 }
                 Err(e) => {
                     error!(ns = self.ns, "this partition's replica stops serving: {e}");
-                    self.refuse_all();
-                    return;
+                    break;
                 }
             }
             self.settle();
