@@ -8,14 +8,11 @@
 //! The file is created with mode 0600 (it can hold tokens the run prints).
 //! A file that cannot be created is a warning, not a failure of the run.
 
-use crate::output::warn;
+use crate::output::{TARGET, warn};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::Mutex;
 use tracing::level_filters::LevelFilter;
-
-/// The target of the CLI's own events.
-pub const TARGET: &str = "iggy_cli";
 
 /// Replaces `path` with a fresh log and installs it as the global
 /// subscriber for the rest of the process.

@@ -77,12 +77,12 @@ fn main() -> ExitCode {
     runtime.shutdown_background();
     match result {
         Ok(()) => {
-            tracing::debug!(target: debug_log::TARGET, "exit code 0");
+            tracing::debug!(target: output::TARGET, "exit code 0");
             ExitCode::SUCCESS
         }
         Err(error) => {
             tracing::error!(
-                target: debug_log::TARGET,
+                target: output::TARGET,
                 exit_code = error.exit_code(),
                 "Error: {}",
                 error.render()

@@ -10,6 +10,9 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::io::Write;
 
+/// The target of the CLI's own events.
+pub const TARGET: &str = "iggy_cli";
+
 pub struct Out {
     pub quiet: bool,
     pub format: OutputFormat,
@@ -31,7 +34,7 @@ impl Out {
     /// An ordinary text line: escaped like the reference's log formatter,
     /// suppressed by `-q` and by the JSON modes.
     pub fn line(&self, text: impl AsRef<str>) {
-        tracing::info!(target: crate::debug_log::TARGET, "{}", text.as_ref());
+        tracing::info!(target: TARGET, "{}", text.as_ref());
         if !self.is_text() || self.quiet {
             return;
         }
@@ -170,7 +173,7 @@ pub fn centered(text: String) -> Cell {
 
 /// A diagnostic line on stderr in the reference's log-formatter shape.
 pub fn warn(message: &str) {
-    tracing::warn!(target: crate::debug_log::TARGET, "{message}");
+    tracing::warn!(target: TARGET, "{message}");
     if std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty()) {
         eprintln!(" WARN {message}");
     } else {
