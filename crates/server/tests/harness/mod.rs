@@ -3,6 +3,7 @@
 //! addresses from `runtime/current_config.toml`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cluster;
 pub mod http;
 pub mod raw;
 pub mod scenario;
