@@ -40,7 +40,7 @@ use storage::RealStorage;
 use tracing::{info, warn};
 
 use super::Node;
-use super::cluster_state::RosterEntry;
+use super::cluster_state::{ClusterShared, RosterEntry};
 use super::commit::{CommitResult, broadcast, fatal};
 use super::shard_message::ShardMessage;
 use server::cluster::{LinkConfig, Links, METADATA_GROUP, bind_listener};
@@ -120,39 +120,35 @@ enum Input {
 pub struct ClusterCommitter {
     tx: MAsyncTx<Array<Input>>,
     start: std::cell::RefCell<Option<(ClusterStart, AsyncRx<Array<Input>>)>>,
-    /// The metadata view and whether it is normal, as the replica task last
-    /// saw them (shard 0's thread only).
-    view: Rc<std::cell::Cell<(u32, bool)>>,
-    me: u8,
+    /// Where the replica task publishes the metadata view.
+    shared: Arc<ClusterShared>,
     roster_http: Vec<(String, u16)>,
 }
 
 impl ClusterCommitter {
-    pub fn new(mut start: ClusterStart) -> Self {
+    pub fn new(mut start: ClusterStart, shared: Arc<ClusterShared>) -> Self {
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         ClusterCommitter {
             tx,
-            me: start.placement.identity.replica,
+            shared,
             roster_http: std::mem::take(&mut start.roster_http),
             start: std::cell::RefCell::new(Some((start, rx))),
-            view: Rc::new(std::cell::Cell::new((0, false))),
         }
     }
 
     /// The metadata view this node is in.
     pub fn view(&self) -> u32 {
-        self.view.get().0
+        self.shared.metadata_view().0.0
     }
 
     /// Who leads the metadata group: the primary of the current view while
     /// it is normal.
     pub fn leader(&self) -> Leader {
-        let (view, normal) = self.view.get();
-        if !normal {
+        let view = self.view();
+        let Some(primary) = self.shared.metadata_leader() else {
             return Leader::Unknown { view };
-        }
-        let primary = (view % self.roster_http.len().max(1) as u32) as u8;
-        if primary == self.me {
+        };
+        if primary == self.shared.replica {
             return Leader::Here { view };
         }
         match self.roster_http.get(usize::from(primary)) {
@@ -266,13 +262,10 @@ impl ClusterCommitter {
             task.settle();
             let replica = task.group.group().replica();
             let normal = replica.status() == consensus::vsr::Status::Normal;
-            self.view.set((replica.view().0, normal));
-            if let Some(shared) = &task.node.ctx.cluster {
-                shared.set_metadata_view(replica.view(), normal);
-                for peer in 0..replicas {
-                    let up = task.links.status(peer).is_some_and(|s| s.connected);
-                    shared.set_connected(peer, up);
-                }
+            self.shared.set_metadata_view(replica.view(), normal);
+            for peer in 0..replicas {
+                let up = task.links.status(peer).is_some_and(|s| s.connected);
+                self.shared.set_connected(peer, up);
             }
         }
     }

@@ -130,11 +130,17 @@ impl ClusterShared {
         self.metadata_view.store(packed, Ordering::Release);
     }
 
-    /// The metadata group's leader: the primary of its view while normal.
-    pub fn metadata_leader(&self) -> Option<ReplicaId> {
+    /// The metadata view and whether it is normal.
+    pub fn metadata_view(&self) -> (View, bool) {
         let packed = self.metadata_view.load(Ordering::Acquire);
         let view = View(u32::try_from(packed >> 1).expect("a view fits u32"));
-        (packed & 1 == 1).then(|| self.primary_of(view))
+        (view, packed & 1 == 1)
+    }
+
+    /// The metadata group's leader: the primary of its view while normal.
+    pub fn metadata_leader(&self) -> Option<ReplicaId> {
+        let (view, normal) = self.metadata_view();
+        normal.then(|| self.primary_of(view))
     }
 
     pub fn set_connected(&self, peer: ReplicaId, connected: bool) {

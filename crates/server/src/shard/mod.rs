@@ -252,7 +252,12 @@ async fn shard_main(start: ShardStart) -> Option<String> {
     } = start;
     let committer = match (cluster, journal_path) {
         (Some(cluster), _) => Some(Committer::Cluster(
-            crate::node::cluster_commit::ClusterCommitter::new(cluster),
+            crate::node::cluster_commit::ClusterCommitter::new(
+                cluster,
+                ctx.cluster
+                    .clone()
+                    .expect("a cluster node shares its cluster state"),
+            ),
         )),
         (None, journal_path) => match journal_path {
             Some(path) => match Committer::open(crate::node::CommitterStart {
