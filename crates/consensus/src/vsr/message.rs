@@ -197,6 +197,26 @@ pub enum Message {
         op: Op,
         code: u32,
     },
+    /// A partition replica refilling its log below a checkpoint it
+    /// installed → a peer: the committed batches from offset `from` up to
+    /// (not including) `until`, paired with the answer by `nonce`. Not a
+    /// replica message: the node's driver serves it from its segments.
+    LogFetch {
+        view: View,
+        nonce: u64,
+        from: u64,
+        until: u64,
+    },
+    /// The answer to a `LogFetch`: the peer's oldest retained offset
+    /// (`first`), the end of what it could send (`end`), and whole batch
+    /// records, in offset order, from `max(from, first)` to `end`.
+    LogChunk {
+        view: View,
+        nonce: u64,
+        first: u64,
+        end: u64,
+        records: Vec<u8>,
+    },
 }
 
 impl Message {
@@ -218,7 +238,9 @@ impl Message {
             | Message::RequestStateChunk { view, .. }
             | Message::StateChunk { view, .. }
             | Message::ForwardRequest { view, .. }
-            | Message::ForwardReply { view, .. } => *view,
+            | Message::ForwardReply { view, .. }
+            | Message::LogFetch { view, .. }
+            | Message::LogChunk { view, .. } => *view,
         }
     }
 }

@@ -95,9 +95,12 @@ impl VsrReplica {
             Message::RepairPrepare { view, entry } => {
                 self.on_repair_prepare(from, view, entry, &mut actions)
             }
-            // The node's driver answers forwarded ops; they are not the
-            // replica's (a driver that passes one on loses nothing).
-            Message::ForwardRequest { .. } | Message::ForwardReply { .. } => {}
+            // The node's driver answers forwarded ops and log fetches;
+            // they are not the replica's (a driver that passes one on loses nothing).
+            Message::ForwardRequest { .. }
+            | Message::ForwardReply { .. }
+            | Message::LogFetch { .. }
+            | Message::LogChunk { .. } => {}
             message @ (Message::RangeEvicted { .. }
             | Message::RequestStateTransfer { .. }
             | Message::StateTransferTarget { .. }

@@ -51,7 +51,10 @@
 //!                  body = the forwarded op's bytes
 //!  31 ForwardReply (ours)  144 op  152 u32 code (0: committed)  160 group
 //!                  208 incarnation  240 u128>64 nonce
-//!                  body = the state bytes
+//!  32 LogFetch (ours)  144 from  152 until  160 group  208 incarnation
+//!                  240 u128>64 nonce
+//!  33 LogChunk (ours)  144 first  152 end  160 group  208 incarnation
+//!                  240 u128>64 nonce  body = whole batch records
 //! entry record (64 bytes, then its body)
 //!   0 op  8 u32 view  12 u32 body_len  16 parent  24 identity  32 u128 client
 //!  48 request  56 timestamp_us  64.. body_len bytes of body
@@ -153,6 +156,12 @@ mod at {
         pub const CODE: usize = 152;
         pub const GROUP: usize = 160;
     }
+    /// LogFetch (from, until) and LogChunk (first, end).
+    pub mod log {
+        pub const LOW: usize = 144;
+        pub const HIGH: usize = 152;
+        pub const GROUP: usize = 160;
+    }
     /// Every partition frame but a prepare carries its incarnation here.
     pub const INCARNATION: usize = 208;
     pub const NONCE: usize = 240;
@@ -212,10 +221,12 @@ pub enum Command {
     /// Ours (replication spec §3 leaves 30 and up to implementations).
     ForwardRequest = 30,
     ForwardReply = 31,
+    LogFetch = 32,
+    LogChunk = 33,
 }
 
 impl Command {
-    const ALL: [Command; 16] = [
+    const ALL: [Command; 18] = [
         Command::Prepare,
         Command::PrepareOk,
         Command::Commit,
@@ -232,6 +243,8 @@ impl Command {
         Command::StateChunk,
         Command::ForwardRequest,
         Command::ForwardReply,
+        Command::LogFetch,
+        Command::LogChunk,
     ];
 
     pub fn from_u8(value: u8) -> Option<Command> {
@@ -258,6 +271,8 @@ impl Command {
             Message::StateChunk { .. } => Command::StateChunk,
             Message::ForwardRequest { .. } => Command::ForwardRequest,
             Message::ForwardReply { .. } => Command::ForwardReply,
+            Message::LogFetch { .. } => Command::LogFetch,
+            Message::LogChunk { .. } => Command::LogChunk,
         }
     }
 
@@ -281,6 +296,7 @@ impl Command {
             | Command::RequestStateChunk
             | Command::StateChunk => at::transfer::GROUP,
             Command::ForwardRequest | Command::ForwardReply => at::forward::GROUP,
+            Command::LogFetch | Command::LogChunk => at::log::GROUP,
         }
     }
 
@@ -509,6 +525,20 @@ fn put_fields(message: &Message, h: &mut Header) {
             h.put_u64(at::forward::OP, op.0);
             h.put_u32(at::forward::CODE, *code);
         }
+        Message::LogFetch {
+            nonce, from, until, ..
+        } => {
+            h.put_u128(at::NONCE, u128::from(*nonce));
+            h.put_u64(at::log::LOW, *from);
+            h.put_u64(at::log::HIGH, *until);
+        }
+        Message::LogChunk {
+            nonce, first, end, ..
+        } => {
+            h.put_u128(at::NONCE, u128::from(*nonce));
+            h.put_u64(at::log::LOW, *first);
+            h.put_u64(at::log::HIGH, *end);
+        }
     }
 }
 
@@ -545,9 +575,9 @@ fn put_body(message: &Message, out: &mut Vec<u8>) {
                 out.extend_from_slice(&op.0.to_le_bytes());
             }
         }
-        Message::StateChunk { bytes, .. } | Message::ForwardRequest { body: bytes, .. } => {
-            out.extend_from_slice(bytes)
-        }
+        Message::StateChunk { bytes, .. }
+        | Message::ForwardRequest { body: bytes, .. }
+        | Message::LogChunk { records: bytes, .. } => out.extend_from_slice(bytes),
         _ => {}
     }
 }
@@ -599,6 +629,7 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             | Command::StateTransferTarget
             | Command::StateChunk
             | Command::ForwardRequest
+            | Command::LogChunk
     ) && !body.is_empty()
     {
         return Err(malformed(command, "a body on a header-only command"));
@@ -678,6 +709,19 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
             nonce: h.u64_in_u128(at::NONCE, "nonce")?,
             op: Op(h.u64(at::forward::OP)),
             code: h.u32(at::forward::CODE),
+        },
+        Command::LogFetch => Message::LogFetch {
+            view,
+            nonce: h.u64_in_u128(at::NONCE, "nonce")?,
+            from: h.u64(at::log::LOW),
+            until: h.u64(at::log::HIGH),
+        },
+        Command::LogChunk => Message::LogChunk {
+            view,
+            nonce: h.u64_in_u128(at::NONCE, "nonce")?,
+            first: h.u64(at::log::LOW),
+            end: h.u64(at::log::HIGH),
+            records: body.to_vec(),
         },
     })
 }

@@ -160,6 +160,19 @@ fn samples() -> Vec<Frame> {
             op: Op(12),
             code: 58,
         },
+        Message::LogFetch {
+            view,
+            nonce: 72,
+            from: 1_000,
+            until: 2_000,
+        },
+        Message::LogChunk {
+            view,
+            nonce: 72,
+            first: 500,
+            end: 1_200,
+            records: b"batches".to_vec(),
+        },
     ];
     frames.extend(metadata.into_iter().map(frame));
     frames
@@ -253,7 +266,9 @@ fn given_the_spec_table_when_pinning_command_numbers_should_match() {
     let numbers: Vec<u8> = Command::ALL.iter().map(|c| *c as u8).collect();
     assert_eq!(
         numbers,
-        [6, 7, 9, 10, 11, 12, 17, 18, 19, 21, 22, 23, 24, 25, 30, 31]
+        [
+            6, 7, 9, 10, 11, 12, 17, 18, 19, 21, 22, 23, 24, 25, 30, 31, 32, 33
+        ]
     );
     assert!((0..=255).filter_map(Command::from_u8).eq(Command::ALL));
 }
@@ -351,7 +366,7 @@ fn given_a_state_chunk_when_encoding_should_match_golden_bytes() {
 #[test]
 fn given_every_variant_when_round_tripping_should_decode_the_same_frame() {
     let frames = samples();
-    assert_eq!(frames.len(), 18, "every variant, RequestStartView twice");
+    assert_eq!(frames.len(), 20, "every variant, RequestStartView twice");
     for frame in frames {
         let bytes = encode(&frame);
         assert_eq!(bytes[COMMAND_OFFSET], Command::of(&frame.message) as u8);
@@ -646,4 +661,28 @@ fn given_random_bytes_when_decoding_should_never_panic() {
             assert_eq!(encode(&frame), bytes, "case {case}");
         }
     }
+}
+
+#[test]
+fn given_a_log_chunk_when_encoding_should_match_golden_bytes() {
+    // first@144 end@152 group@160 incarnation@208 nonce@240; body = records.
+    let chunk = partition_frame(Message::LogChunk {
+        view: View(3),
+        nonce: 0x72,
+        first: 500,
+        end: 1_200,
+        records: b"batches".to_vec(),
+    });
+    assert_golden(
+        &chunk,
+        "000: d4b86cfc22e3c335 0000000000000000 3d7ad24c73491804 0000000000000000
+         032: 0001020304050607 08090a0b0c0d0e0f 0701000003000000 0000000021020000
+         064: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+         096: 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+         128: 0000000000000000 0000000000000000 f401000000000000 b004000000000000
+         160: 0100200003000000 0000000000000000 0000000000000000 0000000000000000
+         192: 0000000000000000 0000000000000000 0900000000000000 0000000000000000
+         224: 0000000000000000 0000000000000000 7200000000000000 0000000000000000
+         256: 62617463686573",
+    );
 }

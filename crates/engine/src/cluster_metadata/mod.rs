@@ -22,7 +22,9 @@ use consensus::{ClientId, Op, RequestNumber, View};
 use storage::Storage;
 
 use crate::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind};
-use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine, Submitted, Submitter};
+use crate::replicated::{
+    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter,
+};
 
 /// Outcomes kept for the submitters to collect (older ones are dropped:
 /// their submitters gave up or were answered).
@@ -124,7 +126,7 @@ impl<A: Applier> StateMachine for Machine<A> {
         out
     }
 
-    async fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+    async fn restore(&mut self, bytes: &[u8], _: Restore) -> Result<(), String> {
         let cut = || "a metadata checkpoint cut short".to_owned();
         let (commit, rest) = bytes.split_first_chunk::<8>().ok_or_else(cut)?;
         let (count, mut rest) = rest.split_first_chunk::<4>().ok_or_else(cut)?;

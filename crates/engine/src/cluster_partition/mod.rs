@@ -22,17 +22,26 @@
 //!   done: append 4 u64 base offset | store offset 4 u8 caught up | delete: nothing
 //! checkpoint state
 //!   0 u64 the log's next offset (the segments must hold everything below)
+//!   8 u32 n, then n stored consumer offsets in key order:
+//!         u8 consumer kind | u32 id | u64 offset        (13 bytes each)
+//!   (a checkpoint of an earlier build ends after the u64: no offsets)
 //! ```
 //!
-//! Not built: partition state transfer. A replica whose log ends below a
-//! checkpoint it is given (a wiped node, or one that fell behind every
-//! peer's journal) refuses it with an error that says so.
+//! State transfer (replication spec §6.5): the checkpoint a replica
+//! installs carries the log's end and the offsets, not the messages. A
+//! replica whose log ends below the checkpoint's end refills the gap
+//! from its peers' segments first (`LogSource`: whole committed batches,
+//! appended at their stamped offsets and times, so its segments hold the
+//! same bytes as theirs); when the peers' retention already dropped the
+//! start of the gap, its log restarts where theirs begin.
 
 #[cfg(test)]
 mod tests;
 
+use std::future::Future;
 use std::ops::Range;
 use std::path::Path;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use consensus::vsr::message::{Entry, Message, ReplicaId};
@@ -43,7 +52,9 @@ use storage::offsets::ConsumerKind;
 use storage::{Offset, Storage, StorageError};
 
 use crate::partition::{ConsumerKey, Partition, PartitionError};
-use crate::replicated::{Effect, Group, GroupError, Placement, StateMachine, Submitted, Submitter};
+use crate::replicated::{
+    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter,
+};
 
 const APPEND: u8 = 1;
 const STORE_OFFSET: u8 = 2;
@@ -200,6 +211,101 @@ pub fn decode(body: &[u8]) -> Result<Decoded, String> {
     }
 }
 
+/// What a peer answered to a log fetch: its oldest retained offset, the
+/// end of what it sent, and whole batch records from `max(from, first)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub first: Offset,
+    pub end: Offset,
+    pub records: Vec<u8>,
+}
+
+/// Fetches committed batches `[from, until)` of this partition from the
+/// peers (the node's replica links): it picks the peer, waits, retries,
+/// and fails only once it gives up.
+pub type LogSource =
+    Rc<dyn Fn(Offset, Offset) -> Pin<Box<dyn Future<Output = Result<Fetched, String>>>>>;
+
+/// A peer's answer to a log fetch from this replica's segments: whole
+/// committed batches from `from` (at most about `max_bytes`, at least one
+/// batch), none reaching `until`. Everything in the segments is committed:
+/// a replica appends only what it applies.
+pub async fn serve_fetch<S: Storage>(
+    partition: &Partition<S>,
+    from: Offset,
+    until: Offset,
+    max_bytes: u64,
+) -> Result<Fetched, PartitionError> {
+    let log = partition.log();
+    let end_of_log = log.next_offset();
+    let first = log.first_offset().unwrap_or(end_of_log);
+    let mut fetched = Fetched {
+        first,
+        end: from.max(first),
+        records: Vec::new(),
+    };
+    if fetched.end >= until.min(end_of_log) {
+        return Ok(fetched);
+    }
+    for record in log.read(fetched.end, u32::MAX, max_bytes).await? {
+        let end = record.first_offset.plus(u64::from(record.count));
+        if end > until || record.first_offset != fetched.end {
+            break;
+        }
+        fetched.records.extend_from_slice(&record.header);
+        fetched.records.extend_from_slice(record.frame_bytes());
+        fetched.end = end;
+    }
+    Ok(fetched)
+}
+
+/// The checkpoint state: the log's end and the stored offsets.
+fn encode_checkpoint(next: Offset, offsets: &[(ConsumerKey, Offset)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + offsets.len() * 13);
+    out.extend_from_slice(&next.0.to_le_bytes());
+    let count = u32::try_from(offsets.len()).expect("offsets fit a u32");
+    out.extend_from_slice(&count.to_le_bytes());
+    for &(consumer, offset) in offsets {
+        put_consumer(&mut out, consumer);
+        out.extend_from_slice(&offset.0.to_le_bytes());
+    }
+    out
+}
+
+/// A checkpoint's state: the log's end, and its offsets unless it was
+/// written by a build that did not keep them.
+type Checkpoint = (Offset, Option<Vec<(ConsumerKey, Offset)>>);
+
+fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, String> {
+    let cut = || format!("a partition checkpoint of {} bytes cut short", bytes.len());
+    let (next, rest) = bytes.split_first_chunk::<8>().ok_or_else(cut)?;
+    let next = Offset(u64::from_le_bytes(*next));
+    if rest.is_empty() {
+        return Ok((next, None));
+    }
+    let (count, mut rest) = rest.split_first_chunk::<4>().ok_or_else(cut)?;
+    let count = u32::from_le_bytes(*count) as usize;
+    if rest.len() != count * 13 {
+        return Err(format!(
+            "a partition checkpoint announces {count} offsets in {} bytes",
+            rest.len()
+        ));
+    }
+    let mut offsets = Vec::with_capacity(count);
+    while let Some((row, tail)) = rest.split_first_chunk::<13>() {
+        let kind = match row[0] {
+            1 => ConsumerKind::Consumer,
+            2 => ConsumerKind::ConsumerGroup,
+            other => return Err(format!("unknown consumer kind {other} in a checkpoint")),
+        };
+        let id = u32::from_le_bytes(row[1..5].try_into().expect("4"));
+        let offset = Offset(u64::from_le_bytes(row[5..13].try_into().expect("8")));
+        offsets.push(((kind, id), offset));
+        rest = tail;
+    }
+    Ok((next, Some(offsets)))
+}
+
 /// Appends applied between background syncs of the segments, so that a
 /// checkpoint (which fsyncs them first) never meets a large unsynced tail.
 const BACKGROUND_SYNC_APPENDS: u32 = 16;
@@ -209,9 +315,75 @@ pub struct PartitionMachine<S: Storage> {
     partition: Rc<Partition<S>>,
     /// Appends applied since the last background sync.
     unsynced: u32,
+    /// Where a checkpoint's missing log comes from; without one, a
+    /// checkpoint above this log is refused.
+    source: Option<LogSource>,
 }
 
 impl<S: Storage> PartitionMachine<S> {
+    /// Appends the peers' committed batches until this log reaches
+    /// `target` (a checkpoint's end).
+    async fn refill(&self, source: &LogSource, target: Offset) -> Result<(), String> {
+        let log = self.partition.log();
+        let storage =
+            |e: PartitionError| format!("refilling {}: {e}", self.partition.dir().display());
+        while log.next_offset() < target {
+            let from = log.next_offset();
+            let fetched = source(from, target).await?;
+            if fetched.first > from {
+                // The peers' retention dropped [from, first): so does this
+                // replica, as it would have by the same rule.
+                tracing::info!(
+                    dir = %self.partition.dir().display(),
+                    from = from.0,
+                    first = fetched.first.0,
+                    "the peers no longer hold the start of the gap; the log restarts where theirs begins"
+                );
+                self.partition
+                    .restart_log_at(fetched.first)
+                    .await
+                    .map_err(storage)?;
+            }
+            let mut rest = &fetched.records[..];
+            while !rest.is_empty() {
+                let header =
+                    BatchHeader::read(rest).map_err(|e| format!("a fetched batch: {e}"))?;
+                let len = usize::try_from(header.batch_length).unwrap_or(usize::MAX);
+                let Some(record) = rest.get(..len) else {
+                    return Err(format!("a fetched batch of {len} bytes is cut short"));
+                };
+                validate_record(record, Verify::Layout)
+                    .map_err(|e| format!("a fetched batch: {e}"))?;
+                let base_offset = Offset(header.base_offset);
+                if base_offset.plus(u64::from(header.message_count)) > target {
+                    break; // beyond the checkpoint: repair brings it as ops
+                }
+                if base_offset != log.next_offset() {
+                    return Err(format!(
+                        "a fetched batch starts at {} where this log ends at {}",
+                        base_offset.0,
+                        log.next_offset().0
+                    ));
+                }
+                self.partition
+                    .apply_append(record.to_vec(), 0..len, base_offset, header.base_timestamp)
+                    .await
+                    .map_err(storage)?;
+                rest = &rest[len..];
+            }
+            if log.next_offset() == from && fetched.first <= from {
+                return Err(format!(
+                    "the peers sent nothing at offset {} (they end at {})",
+                    from.0, fetched.end.0
+                ));
+            }
+        }
+        self.partition.flush(true).await.map_err(storage)?;
+        // Postcondition: the log reaches the checkpoint.
+        assert!(log.next_offset() >= target, "refilled to the checkpoint");
+        Ok(())
+    }
+
     async fn apply_append(&self, entry: &Entry, base_offset: Offset) -> Applied {
         let range = APPEND_PREFIX..entry.body.len();
         loop {
@@ -291,23 +463,40 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        self.partition.log().next_offset().0.to_le_bytes().to_vec()
+        encode_checkpoint(
+            self.partition.log().next_offset(),
+            &self.partition.consumer_offsets(),
+        )
     }
 
-    async fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let next = bytes
-            .first_chunk::<8>()
-            .map(|b| Offset(u64::from_le_bytes(*b)))
-            .ok_or("a partition checkpoint cut short")?;
+    async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String> {
+        let (next, offsets) = decode_checkpoint(bytes)?;
         let held = self.partition.log().next_offset();
         if held < next {
-            return Err(format!(
-                "this replica's log of {} ends at offset {}, below the checkpoint's {}: \
-                 it must be refilled from a peer, and partition state transfer is not built",
-                self.partition.dir().display(),
-                held.0,
-                next.0
-            ));
+            let Some(source) = self.source.clone() else {
+                return Err(format!(
+                    "this replica's log of {} ends at offset {}, below the checkpoint's {}, \
+                     and it has no peer to refill from here",
+                    self.partition.dir().display(),
+                    held.0,
+                    next.0
+                ));
+            };
+            tracing::info!(
+                dir = %self.partition.dir().display(),
+                from = held.0,
+                to = next.0,
+                "refilling the partition log from the peers"
+            );
+            self.refill(&source, next).await?;
+        }
+        // At boot the offset files are at least as new as this replica's
+        // own checkpoint (the journal replays what lies above it).
+        if let (Restore::Transfer, Some(offsets)) = (from, offsets) {
+            self.partition
+                .install_offsets(&offsets)
+                .await
+                .map_err(|e| format!("installing a checkpoint's offsets: {e}"))?;
         }
         Ok(())
     }
@@ -354,6 +543,7 @@ impl<S: Storage> ReplicatedPartition<S> {
         let machine = PartitionMachine {
             partition: partition.clone(),
             unsynced: 0,
+            source: None,
         };
         let group = if created {
             Group::create(storage, dir, placement, nonce, machine).await?
@@ -374,6 +564,11 @@ impl<S: Storage> ReplicatedPartition<S> {
     /// See `Group::set_outbox`.
     pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(consensus::vsr::message::Envelope)>) {
         self.group.set_outbox(outbox);
+    }
+
+    /// Where a transferred checkpoint's missing log is fetched from.
+    pub fn set_log_source(&mut self, source: LogSource) {
+        self.group.machine_mut().source = Some(source);
     }
 
     pub fn partition(&self) -> &Rc<Partition<S>> {

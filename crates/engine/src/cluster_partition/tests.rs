@@ -63,6 +63,8 @@ fn record(tag: u64, count: usize) -> Vec<u8> {
 struct Cluster {
     net: Net<ReplicatedPartition<SimStorage>>,
     nonce: u64,
+    /// Log fetches made by the replica opened with a source.
+    fetches: Rc<std::cell::Cell<u32>>,
 }
 
 impl Cluster {
@@ -70,12 +72,36 @@ impl Cluster {
         let mut cluster = Cluster {
             net: Net::new(3),
             nonce: 900,
+            fetches: Rc::default(),
         };
         for id in 0..3 {
             cluster.open(id).await;
         }
         cluster.net.tick(30).await;
         cluster
+    }
+
+    /// Opens replica `id`, refilling logs from replica `source`'s
+    /// partition as a node's log fetches would.
+    async fn open_with_source(&mut self, id: u8, source: u8) {
+        self.open(id).await;
+        let peer = self.net.node(source).partition().clone();
+        let fetches = Rc::new(std::cell::Cell::new(0u32));
+        let counted = fetches.clone();
+        self.net.nodes[usize::from(id)]
+            .as_mut()
+            .expect("opened")
+            .set_log_source(Rc::new(move |from, until| {
+                let peer = peer.clone();
+                counted.set(counted.get() + 1);
+                Box::pin(async move {
+                    // A small chunk, so the refill takes several fetches.
+                    serve_fetch(&peer, from, until, 600)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+            }));
+        self.fetches = fetches;
     }
 
     async fn open(&mut self, id: u8) {
@@ -287,5 +313,135 @@ async fn given_a_restart_when_the_journal_replays_should_not_append_twice() {
         cluster.messages(backup).await,
         cluster.messages(primary).await,
         "caught up with equal bytes"
+    );
+}
+
+#[compio::test]
+async fn given_a_wiped_backup_behind_every_checkpoint_when_it_rejoins_should_refill_log_and_offsets()
+ {
+    let mut cluster = Cluster::start().await;
+    let primary = cluster.net.primary();
+    let wiped = (primary + 1) % 3;
+    cluster.net.nodes[usize::from(wiped)] = None;
+    for tag in 1..=24 {
+        let batch = record(tag, 2);
+        cluster
+            .submit(Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            })
+            .await
+            .expect("committed by the other two");
+        if tag % 5 == 0 {
+            let stored = cluster
+                .submit(Command::StoreOffset {
+                    consumer: (ConsumerKind::Consumer, tag as u32),
+                    offset: Offset(tag),
+                })
+                .await;
+            assert_eq!(stored, Some(Applied::Stored { caught_up: true }));
+        }
+    }
+    let deleted = cluster
+        .submit(Command::DeleteOffset {
+            consumer: (ConsumerKind::Consumer, 10),
+        })
+        .await;
+    assert_eq!(deleted, Some(Applied::Deleted));
+    assert!(
+        cluster.net.node(primary).group().replica().checkpoint_op() > consensus::Op(8),
+        "the primary's journal no longer starts at op 1"
+    );
+    // The wiped node comes back with empty disks.
+    cluster.net.storages[usize::from(wiped)] = SimStorage::new();
+    cluster.open_with_source(wiped, primary).await;
+    cluster.net.tick(400).await;
+    assert!(cluster.fetches.get() > 1, "refilled in several fetches");
+    let expected = cluster.messages(primary).await;
+    assert_eq!(expected.len(), 24);
+    assert_eq!(
+        cluster.messages(wiped).await,
+        expected,
+        "the refilled log holds the primary's bytes"
+    );
+    assert_eq!(
+        cluster.net.node(wiped).partition().consumer_offsets(),
+        cluster.net.node(primary).partition().consumer_offsets(),
+        "offsets as the primary holds them"
+    );
+    assert_eq!(
+        cluster.net.node(wiped).partition().consumer_offsets().len(),
+        3,
+        "stores of 5, 15 and 20 (10 deleted)"
+    );
+    // It is a full member again: a new append lands there too.
+    let batch = record(99, 1);
+    let applied = cluster
+        .submit(Command::Append {
+            range: 0..batch.len(),
+            buffer: batch,
+        })
+        .await;
+    assert_eq!(
+        applied,
+        Some(Applied::Appended {
+            base_offset: Offset(48)
+        })
+    );
+    cluster.net.tick(20).await;
+    assert_eq!(
+        cluster.messages(wiped).await,
+        cluster.messages(primary).await
+    );
+}
+
+#[compio::test]
+async fn given_a_peer_whose_retention_dropped_the_start_when_refilling_should_restart_the_log_there()
+ {
+    let mut cluster = Cluster::start().await;
+    let primary = cluster.net.primary();
+    let wiped = (primary + 1) % 3;
+    cluster.net.nodes[usize::from(wiped)] = None;
+    for tag in 1..=30 {
+        let batch = record(tag, 4);
+        cluster
+            .submit(Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            })
+            .await
+            .expect("committed by the other two");
+    }
+    // Retention on both remaining replicas drops their oldest segments.
+    for id in (0..3).filter(|&id| id != wiped) {
+        let deleted = cluster
+            .net
+            .node(id)
+            .partition()
+            .delete_segments(2)
+            .await
+            .expect("retention");
+        assert_eq!(deleted, 2, "4 KiB segments: several are sealed");
+    }
+    let first = cluster
+        .net
+        .node(primary)
+        .partition()
+        .log()
+        .first_offset()
+        .expect("messages left");
+    assert!(first > Offset::ZERO);
+    cluster.net.storages[usize::from(wiped)] = SimStorage::new();
+    cluster.open_with_source(wiped, primary).await;
+    cluster.net.tick(400).await;
+    let refilled = cluster.net.node(wiped).partition().log();
+    assert_eq!(
+        refilled.first_offset(),
+        Some(first),
+        "starts where the peers do"
+    );
+    assert_eq!(
+        cluster.messages(wiped).await,
+        cluster.messages(primary).await
     );
 }

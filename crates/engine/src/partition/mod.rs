@@ -329,6 +329,53 @@ impl<S: Storage> Partition<S> {
         Ok(())
     }
 
+    /// Cluster mode: every stored consumer offset, in key order (what a
+    /// partition group's checkpoint carries).
+    pub fn consumer_offsets(&self) -> Vec<(ConsumerKey, Offset)> {
+        let mut offsets: Vec<_> = self
+            .offsets
+            .borrow()
+            .iter()
+            .map(|(&key, &offset)| (key, offset))
+            .collect();
+        offsets.sort_unstable_by_key(|&(key, _)| key);
+        offsets
+    }
+
+    /// Cluster mode: makes the stored offsets exactly `offsets` (a
+    /// checkpoint's), storing what differs and deleting what it lacks.
+    pub async fn install_offsets(&self, offsets: &[(ConsumerKey, Offset)]) -> Result<()> {
+        let fsync = self.offset_durability == Durability::Persisted;
+        let wanted: HashMap<ConsumerKey, Offset> = offsets.iter().copied().collect();
+        let held: Vec<(ConsumerKey, Offset)> = self.consumer_offsets();
+        for (consumer, _) in held.iter().filter(|(key, _)| !wanted.contains_key(key)) {
+            self.offsets.borrow_mut().remove(consumer);
+            self.offsets_store.delete(consumer.0, consumer.1).await?;
+        }
+        for (&consumer, &offset) in &wanted {
+            if self.stored_offset(consumer) != Some(offset) {
+                self.offsets.borrow_mut().insert(consumer, offset);
+                self.offsets_store
+                    .store(consumer.0, consumer.1, offset, fsync)
+                    .await?;
+            }
+        }
+        // Postcondition: the offsets are the checkpoint's.
+        assert_eq!(
+            self.offsets.borrow().len(),
+            wanted.len(),
+            "offsets as given"
+        );
+        Ok(())
+    }
+
+    /// Cluster mode: an empty log restarting at `start` (see
+    /// `PartitionLog::restart_at`).
+    pub async fn restart_log_at(&self, start: Offset) -> Result<()> {
+        self.log.restart_at(start).await?;
+        Ok(())
+    }
+
     /// Waits until the batch may be acknowledged: written to the kernel
     /// (it survives a process kill) or, under `persisted`, fsynced.
     async fn make_acknowledgeable(&self, receipt: &AppendReceipt) -> Result<()> {

@@ -61,7 +61,19 @@ pub trait StateMachine: Sized {
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with the one `snapshot` wrote (a checkpoint at
     /// boot, or one a state transfer installed).
-    async fn restore(&mut self, bytes: &[u8]) -> Result<(), String>;
+    async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String>;
+}
+
+/// Where a checkpoint being restored comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restore {
+    /// This replica's own, at boot: state kept outside the checkpoint
+    /// (segments, offset files) may be ahead of it, and the journal
+    /// replays what lies above.
+    Boot,
+    /// A peer's, installed by a state transfer: this replica's state is
+    /// behind it.
+    Transfer,
 }
 
 /// What the caller must do on the group's behalf.
@@ -250,7 +262,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             .map_err(format("a journal record"))?;
         let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
         let replies = match &snapshot {
-            Some(s) => decode_state(&mut machine, &s.state)
+            Some(s) => decode_state(&mut machine, &s.state, Restore::Boot)
                 .await
                 .map_err(format("the checkpoint's state"))?,
             None => BTreeMap::new(),
@@ -306,6 +318,10 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
     /// it, instead of returning it among the effects.
     pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(Envelope)>) {
         self.outbox = Some(outbox);
+    }
+
+    pub fn machine_mut(&mut self) -> &mut M {
+        &mut self.machine
     }
 
     pub fn machine(&self) -> &M {
@@ -417,13 +433,14 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     // Verified against its checksum by the replica; a state
                     // this build cannot read is fatal before anything is
                     // written.
-                    let replies = decode_state(&mut self.machine, &snapshot.state)
-                        .await
-                        .map_err(|reason| GroupError::Format {
-                            what: "a transferred checkpoint's state",
-                            dir: self.dir.clone(),
-                            reason,
-                        })?;
+                    let replies =
+                        decode_state(&mut self.machine, &snapshot.state, Restore::Transfer)
+                            .await
+                            .map_err(|reason| GroupError::Format {
+                                what: "a transferred checkpoint's state",
+                                dir: self.dir.clone(),
+                                reason,
+                            })?;
                     let payload = encode_snapshot(&snapshot);
                     self.journal
                         .install_snapshot(snapshot.op().0, payload)
@@ -544,7 +561,11 @@ fn encode_state<M: StateMachine>(
 type Replies = BTreeMap<ClientId, (Op, Vec<u8>)>;
 
 /// Restores `machine` from a checkpoint's state and returns its replies.
-async fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<Replies, String> {
+async fn decode_state<M: StateMachine>(
+    machine: &mut M,
+    bytes: &[u8],
+    from: Restore,
+) -> Result<Replies, String> {
     let mut reader = Reader(bytes);
     let mut replies = BTreeMap::new();
     for _ in 0..reader.u32()? {
@@ -554,6 +575,6 @@ async fn decode_state<M: StateMachine>(machine: &mut M, bytes: &[u8]) -> Result<
         let result = reader.take(len)?.to_vec();
         replies.insert(client, (op, result));
     }
-    machine.restore(reader.0).await?;
+    machine.restore(reader.0, from).await?;
     Ok(replies)
 }

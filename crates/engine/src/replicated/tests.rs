@@ -29,7 +29,7 @@ impl StateMachine for Log {
         }
         out
     }
-    async fn restore(&mut self, mut bytes: &[u8]) -> Result<(), String> {
+    async fn restore(&mut self, mut bytes: &[u8], _: Restore) -> Result<(), String> {
         let mut bodies = Vec::new();
         while let Some((&len, rest)) = bytes.split_first() {
             let (body, rest) = rest.split_at_checked(usize::from(len)).ok_or("cut short")?;

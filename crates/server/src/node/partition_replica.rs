@@ -14,12 +14,20 @@
 //! primary that left its view, answers 57 (retry). A primary that leaves
 //! its view answers what it had in flight with 57.
 //!
+//! A replica given a checkpoint above its log (a wiped node, or one that
+//! fell behind every peer's journal) refills the gap from its peers'
+//! segments before it installs the checkpoint: `LogFetch` to one peer at a
+//! time, `LogChunk` back with whole committed batches. Both are handled
+//! beside the group's task, on the owning shard: the task waits in the
+//! install while the chunks arrive, and a peer serves fetches whatever its
+//! own group is doing.
+//!
 //! The journal of an incarnation lives in `prepares-<incarnation>/` in the
 //! partition's directory; the incarnation is the partition's
 //! `created_at_us`, carried by every frame so that frames of a deleted
 //! partition never reach its successor.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
@@ -33,8 +41,8 @@ use crossfire::mpsc::{Array, bounded_async};
 use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx};
 use engine::cluster_partition::{
-    APPEND_PREFIX, Applied, Command, Decoded, ReplicatedPartition, Submit, decode, encode_append,
-    encode_delete, encode_store,
+    APPEND_PREFIX, Applied, Command, Decoded, Fetched, LogSource, ReplicatedPartition, Submit,
+    decode, encode_append, encode_delete, encode_store, serve_fetch,
 };
 use engine::partition::Partition;
 use engine::replicated::{Effect, GroupError, Placement};
@@ -54,6 +62,13 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Committed ops between a partition group's checkpoints: the replica
 /// keeps the ops above its checkpoint in memory, batches included.
 const CHECKPOINT_INTERVAL: u64 = 256;
+/// Bytes of batches a peer sends per log fetch (at least one batch).
+const FETCH_CHUNK_BYTES: u64 = 1 << 20;
+/// How long a log fetch waits for a peer's chunk before asking another.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+/// A refill gives up (the group stops serving, saying why) after this
+/// long without a byte of progress from any peer.
+const REFILL_STALL_LIMIT: Duration = Duration::from_secs(300);
 
 /// What a submission came to.
 #[derive(Debug)]
@@ -80,6 +95,7 @@ enum Input {
 pub struct PartitionReplica {
     tx: MAsyncTx<Array<Input>>,
     pub incarnation: u64,
+    fetch: Rc<Fetch>,
     /// Raised when the handle drops (the partition was deleted or the
     /// shard stops): the tick ends, and so does the task once its queue
     /// is drained.
@@ -123,9 +139,19 @@ impl PartitionReplica {
         };
         // A nonce per group and boot, never zero.
         let nonce = (shared.nonce ^ ns.rotate_left(17) ^ incarnation) | 1;
+        let fetch = Rc::new(Fetch {
+            shared: shared.clone(),
+            ns,
+            incarnation,
+            partition: partition.clone(),
+            waiting: RefCell::new(BTreeMap::new()),
+            next_nonce: Cell::new(1),
+            dropping: Cell::new(false),
+        });
         let mut group =
             ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition, created)
                 .await?;
+        group.set_log_source(fetch.clone().source());
         // Frames leave as the replica asks: a prepare before the primary's
         // own journal write.
         let outbox = shared.clone();
@@ -136,10 +162,16 @@ impl PartitionReplica {
         let stopped = Rc::new(Cell::new(false));
         let ticks = tx.clone();
         let ticking = stopped.clone();
+        // One tick queued at a time: a task busy in a long install does
+        // not come back to a queue full of them.
+        let tick_queued = Rc::new(Cell::new(false));
+        let queued = tick_queued.clone();
         compio::runtime::spawn(async move {
             while !ticking.get() {
                 compio::time::sleep(TICK).await;
-                let _ = ticks.try_send(Input::Tick);
+                if !queued.get() && ticks.try_send(Input::Tick).is_ok() {
+                    queued.set(true);
+                }
             }
         })
         .detach();
@@ -153,11 +185,13 @@ impl PartitionReplica {
             next_nonce: 1,
             remote: BTreeMap::new(),
             stopped: stopped.clone(),
+            tick_queued,
         };
         compio::runtime::spawn(task.run(rx)).detach();
         Ok(PartitionReplica {
             tx,
             incarnation,
+            fetch,
             stopped,
         })
     }
@@ -184,9 +218,139 @@ impl PartitionReplica {
     /// A frame of this group from a peer (frames of another incarnation
     /// were dropped by the caller).
     pub fn deliver(&self, from: ReplicaId, message: Message) {
-        if self.tx.try_send(Input::Frame(from, message)).is_err() {
-            warn!("a partition group's queue is full; frame dropped");
+        let message = match message {
+            Message::LogFetch {
+                nonce,
+                from: at,
+                until,
+                ..
+            } => return self.fetch.serve(from, nonce, Offset(at), Offset(until)),
+            Message::LogChunk {
+                nonce,
+                first,
+                end,
+                records,
+                ..
+            } => {
+                let fetched = Fetched {
+                    first: Offset(first),
+                    end: Offset(end),
+                    records,
+                };
+                return self.fetch.answered(from, nonce, fetched);
+            }
+            message => message,
+        };
+        match self.tx.try_send(Input::Frame(from, message)) {
+            Ok(()) => self.fetch.dropping.set(false),
+            // Once per run of drops: retransmission covers the loss.
+            Err(_) if !self.fetch.dropping.replace(true) => {
+                warn!(
+                    ns = self.fetch.ns,
+                    "a partition group's queue is full; frames dropped"
+                );
+            }
+            Err(_) => {}
         }
+    }
+}
+
+/// Log fetches of one group, beside its task (see the module docs).
+struct Fetch {
+    shared: Arc<ClusterShared>,
+    ns: u64,
+    incarnation: u64,
+    partition: Rc<Partition<RealStorage>>,
+    /// Fetches sent, by nonce: the peer asked and where its chunk goes.
+    waiting: RefCell<BTreeMap<u64, (ReplicaId, TxOneshot<Fetched>)>>,
+    next_nonce: Cell<u64>,
+    /// Frames are being dropped at a full queue (logged once per run).
+    dropping: Cell<bool>,
+}
+
+impl Fetch {
+    /// A peer asks for committed batches: answered from the segments by
+    /// a task of its own.
+    fn serve(&self, peer: ReplicaId, nonce: u64, from: Offset, until: Offset) {
+        let (shared, partition) = (self.shared.clone(), self.partition.clone());
+        let (ns, incarnation) = (self.ns, self.incarnation);
+        compio::runtime::spawn(async move {
+            match serve_fetch(&partition, from, until, FETCH_CHUNK_BYTES).await {
+                Ok(fetched) => {
+                    let chunk = Message::LogChunk {
+                        view: View(0),
+                        nonce,
+                        first: fetched.first.0,
+                        end: fetched.end.0,
+                        records: fetched.records,
+                    };
+                    shared.send(peer, ns, incarnation, chunk);
+                }
+                Err(e) => warn!(ns, peer, "a peer's log fetch could not be served: {e}"),
+            }
+        })
+        .detach();
+    }
+
+    fn answered(&self, peer: ReplicaId, nonce: u64, fetched: Fetched) {
+        let mut waiting = self.waiting.borrow_mut();
+        if waiting.get(&nonce).is_some_and(|(asked, _)| *asked == peer)
+            && let Some((_, reply)) = waiting.remove(&nonce)
+        {
+            reply.send(fetched);
+        }
+    }
+
+    /// Asks `peer` once; `None` when it did not answer in time.
+    async fn ask(&self, peer: ReplicaId, from: Offset, until: Offset) -> Option<Fetched> {
+        let nonce = self.next_nonce.get();
+        self.next_nonce.set(nonce + 1);
+        let (reply, rx) = oneshot();
+        self.waiting.borrow_mut().insert(nonce, (peer, reply));
+        let fetch = Message::LogFetch {
+            view: View(0),
+            nonce,
+            from: from.0,
+            until: until.0,
+        };
+        self.shared.send(peer, self.ns, self.incarnation, fetch);
+        let answer = compio::time::timeout(FETCH_TIMEOUT, rx).await;
+        self.waiting.borrow_mut().remove(&nonce);
+        answer.ok()?.ok()
+    }
+
+    /// The group's `LogSource`: asks the peers in turn until one sends
+    /// something at `from` (or says its log starts above it).
+    fn source(self: Rc<Self>) -> LogSource {
+        Rc::new(move |from, until| {
+            let fetch = self.clone();
+            Box::pin(async move {
+                let peers: Vec<ReplicaId> = (0..fetch.shared.replicas)
+                    .filter(|&id| id != fetch.shared.replica)
+                    .collect();
+                let started = Instant::now();
+                let mut turn = 0usize;
+                loop {
+                    let peer = peers[turn % peers.len()];
+                    turn += 1;
+                    if let Some(fetched) = fetch.ask(peer, from, until).await
+                        && (!fetched.records.is_empty() || fetched.first > from)
+                    {
+                        return Ok(fetched);
+                    }
+                    if started.elapsed() > REFILL_STALL_LIMIT {
+                        return Err(format!(
+                            "no peer sent this partition's batches from offset {} in {} s",
+                            from.0,
+                            REFILL_STALL_LIMIT.as_secs()
+                        ));
+                    }
+                    if turn.is_multiple_of(peers.len()) {
+                        compio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            })
+        })
     }
 }
 
@@ -207,6 +371,8 @@ struct Task {
     /// Primary: submissions forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, Origin>,
     stopped: Rc<Cell<bool>>,
+    /// A tick waits in the queue (the ticker queues one at a time).
+    tick_queued: Rc<Cell<bool>>,
 }
 
 impl Task {
@@ -219,6 +385,7 @@ impl Task {
             }
             let effects = match input {
                 Input::Tick => {
+                    self.tick_queued.set(false);
                     self.expire_forwards();
                     self.group.on_tick().await
                 }

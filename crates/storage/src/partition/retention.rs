@@ -105,6 +105,13 @@ impl<S: Storage> PartitionLog<S> {
     /// Resets the log to one empty segment starting at offset 0. Batches
     /// appended while the purge runs are discarded with the rest.
     pub async fn purge(&self) -> Result<()> {
+        self.restart_at(Offset::ZERO).await
+    }
+
+    /// Resets the log to one empty segment starting at `start`, dropping
+    /// every segment it had (cluster mode: a replica refilling from peers
+    /// whose retention already removed what lies below `start`).
+    pub async fn restart_at(&self, start: Offset) -> Result<()> {
         let _io = self.inner.io.lock().await;
         let _frontier = self.inner.frontier_io.lock().await;
         self.check_writable()?;
@@ -115,27 +122,29 @@ impl<S: Storage> PartitionLog<S> {
             .map(|s| s.start_offset)
             .collect();
         let (storage, dir) = (&self.inner.storage, &self.inner.dir);
-        for start in old {
+        for old_start in old {
             for extension in [LOG_EXTENSION, INDEX_EXTENSION] {
-                let path = segment_path(dir, start, extension);
+                let path = segment_path(dir, old_start, extension);
                 storage
                     .remove_file(&path)
                     .await
                     .map_err(io_error("remove segment file", &path))?;
             }
         }
-        let segment = self.create_segment(Offset::ZERO).await?;
-        let reserved = Offset::ZERO.plus(self.inner.options.offset_reservation);
+        let segment = self.create_segment(start).await?;
+        let reserved = start.plus(self.inner.options.offset_reservation);
         frontier::store(storage, dir, reserved).await?;
         storage
             .sync_dir(dir)
             .await
             .map_err(|error| self.poison("directory fsync", dir, error))?;
-        let mut state = LogState::new(vec![segment], Offset::ZERO, None, 0);
+        let mut state = LogState::new(vec![segment], start, None, 0);
         state.frontier = reserved;
         state.generation = self.state().generation + 1;
         state.check_offsets();
         *self.state_mut() = state;
+        // Postcondition: an empty log whose next message is `start`.
+        assert_eq!(self.state().next_offset, start, "restarted at its start");
         Ok(())
     }
 
