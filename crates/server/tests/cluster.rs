@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use harness::TestServer;
 use harness::cluster::*;
-use harness::http::{request, root_token};
+use harness::http::{request, request_with, root_token};
 use iggy::prelude::*;
 
 #[test]
@@ -189,4 +189,88 @@ fn given_soak_rounds_when_nodes_are_killed_and_restarted_should_lose_no_stream()
             nodes.iter().all(|node| stream_names(node) == sorted)
         });
     }
+}
+
+/// With a shared key for tokens (here the cluster PSK), a follower
+/// forwards control-plane writes and linearizable reads to the leader and
+/// relays its answers (HTTP API spec §16.2); one hop only.
+#[test]
+fn given_a_shared_token_key_when_a_follower_gets_a_write_should_forward_it_to_the_leader() {
+    let nodes = start_cluster(
+        "[cluster.auth]\nenabled = true\n\
+         shared_secret = \"a shared secret of at least thirty-two bytes\"\n\n",
+    );
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    let mut leader = None;
+    eventually("a leader is known", || {
+        let token = root_token(nodes[0].http);
+        let response = request(nodes[0].http, "GET", "/streams", Some(&token), None);
+        leader = response
+            .header("iggy-view")
+            .and_then(|view| view.parse::<usize>().ok())
+            .map(|view| view % usize::from(NODES));
+        response.status == 200 && leader.is_some()
+    });
+    let leader = leader.unwrap();
+    let follower = (leader + 1) % usize::from(NODES);
+    // A token minted on the follower; the leader verifies it too.
+    let token = root_token(nodes[follower].http);
+    let body = br#"{"name":"forwarded"}"#;
+    let response = request(
+        nodes[follower].http,
+        "POST",
+        "/streams",
+        Some(&token),
+        Some(body),
+    );
+    assert!(
+        response.status == 200 || response.status == 201,
+        "forwarded and committed: {} {}",
+        response.status,
+        response.text()
+    );
+    assert_eq!(response.json()["name"], "forwarded");
+    eventually("every node lists the forwarded stream", || {
+        nodes.iter().all(|node| stream_names(node) == ["forwarded"])
+    });
+    // A linearizable read of a forwardable route is answered by the leader
+    // through the follower, not redirected.
+    let path = "/streams?consistency=linearizable";
+    let response = request(nodes[follower].http, "GET", path, Some(&token), None);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.json()[0]["name"], "forwarded");
+    assert!(response.header("iggy-view").is_some(), "the leader's view");
+    // A non-forwardable linearizable read is still redirected.
+    let response = request(
+        nodes[follower].http,
+        "GET",
+        "/stats?consistency=linearizable",
+        Some(&token),
+        None,
+    );
+    assert_eq!(response.status, 307, "{}", response.text());
+    // Bad credentials are refused on the follower itself.
+    let response = request(
+        nodes[follower].http,
+        "POST",
+        "/streams",
+        Some("not-a-token"),
+        Some(br#"{"name":"refused"}"#),
+    );
+    assert_eq!(response.status, 401, "{}", response.text());
+    // A request forwarded once that reaches a follower is not forwarded
+    // again.
+    let response = request_with(
+        nodes[follower].http,
+        "POST",
+        "/streams",
+        &[("iggy-forwarded", "1")],
+        Some(&token),
+        Some(br#"{"name":"second-hop"}"#),
+    );
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert_eq!(response.json()["id"], 58);
+    assert_eq!(stream_names(&nodes[leader]), ["forwarded"]);
 }

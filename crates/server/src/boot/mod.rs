@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         metadata::recover(&data, &root)?
     };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let http_settings = HttpSettings::from_config(&config.http)?;
+    let http_settings = HttpSettings::from_config(&config.http, &config.cluster)?;
     let (listeners, bound) = transport::bind(config)?;
     let mut options = shard_options(config, &data, recovered)?;
     options.encryption = encryption.keyring;

@@ -14,6 +14,7 @@ mod auth;
 mod console;
 mod cors;
 mod error;
+mod forward;
 mod json;
 mod jwks;
 mod jwt;
@@ -34,7 +35,7 @@ use hyper::body::Incoming;
 use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 use send_wrapper::SendWrapper;
-use server::config::HttpConfig;
+use server::config::{ClusterConfig, HttpConfig};
 use tracing::{Instrument, debug};
 
 use crate::node::Shard;
@@ -59,12 +60,25 @@ pub struct HttpSettings {
     pub metrics_path: Option<String>,
     /// Serve the web console under `/ui` (`http.web_ui`).
     pub web_ui: bool,
+    /// Forward control-plane requests to the metadata leader (spec §16.2).
+    pub forwarding: bool,
 }
 
 impl HttpSettings {
-    pub fn from_config(config: &HttpConfig) -> anyhow::Result<Self> {
+    pub fn from_config(config: &HttpConfig, cluster: &ClusterConfig) -> anyhow::Result<Self> {
+        let mut jwt = config.jwt.clone();
+        let psk = &cluster.auth.shared_secret;
+        let shared_psk = cluster.enabled && cluster.auth.enabled && !psk.is_empty();
+        let own_secret = !jwt.encoding_secret.is_empty() || !jwt.decoding_secret.is_empty();
+        if shared_psk && !own_secret {
+            // Tokens keyed by the cluster's PSK verify on every node.
+            let key =
+                blake3::derive_key("iggy-server http jwt from cluster psk v1", psk.as_bytes());
+            jwt.encoding_secret = key.iter().map(|b| format!("{b:02x}")).collect();
+            jwt.use_base64_secret = false;
+        }
         Ok(Self {
-            auth: HttpAuth::from_config(&config.jwt)?,
+            auth: HttpAuth::from_config(&jwt)?,
             tls: None,
             max_request_size: usize::try_from(config.max_request_size.as_bytes())
                 .unwrap_or(usize::MAX),
@@ -74,6 +88,7 @@ impl HttpSettings {
                 .enabled
                 .then(|| config.metrics.endpoint.clone()),
             web_ui: config.web_ui,
+            forwarding: cluster.enabled && !config.tls.enabled && (own_secret || shared_psk),
         })
     }
 }
@@ -82,6 +97,7 @@ pub struct HttpApp {
     pub shard: Rc<Shard>,
     pub settings: HttpSettings,
     sessions: sessions::HttpSessions,
+    forwarder: forward::Forwarder,
 }
 
 /// How often expired HTTP sessions are ended.
@@ -100,6 +116,7 @@ pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, settings: HttpS
         shard: shard.clone(),
         settings,
         sessions: sessions::HttpSessions::new(shard.ctx.limits.clients_table_max),
+        forwarder: forward::Forwarder::default(),
     });
     compio::runtime::spawn(sweep_sessions(app.clone())).detach();
     compio::runtime::spawn(accept_loop(listener, app)).detach();
@@ -211,7 +228,25 @@ impl HttpApp {
             Err(RouteError::MethodNotAllowed) => return empty(StatusCode::METHOD_NOT_ALLOWED),
         };
         let node = &self.shard.node;
-        if let Some(answer) = self.follower_read(&request) {
+        let cluster = match node.committer.as_ref() {
+            Some(crate::node::Committer::Cluster(cluster)) => Some(cluster),
+            _ => None,
+        };
+        let follower = cluster.is_some_and(|c| {
+            !matches!(c.leader(), crate::node::cluster_commit::Leader::Here { .. })
+        });
+        if follower && forward::was_forwarded(request.headers()) {
+            return forward::second_hop(); // one hop only
+        }
+        let query = request.uri().query().unwrap_or_default();
+        let forwarded = follower
+            && self.settings.forwarding
+            && forward::forwardable(
+                &route,
+                request.method(),
+                forward::exactly_linearizable(query),
+            );
+        if !forwarded && let Some(answer) = self.follower_read(&request) {
             return answer;
         }
         if let Some(index) = api::command_index(&route) {
@@ -240,10 +275,26 @@ impl HttpApp {
         }
         let is_write = request.method() != hyper::Method::GET;
         let query = request.uri().query().unwrap_or_default().to_owned();
-        let body = match self.read_body(request.into_body()).await {
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(body).await {
             Ok(body) => body,
             Err(response) => return *response,
         };
+        if forwarded && let Some(cluster) = cluster {
+            // Verified here first (above); the leader checks it again.
+            let outgoing = forward::Outgoing {
+                method: parts.method.clone(),
+                target: parts
+                    .uri
+                    .path_and_query()
+                    .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned()),
+                headers: &parts.headers,
+                body: body.clone(),
+            };
+            if let Some(answer) = self.forwarder.forward(&outgoing, || cluster.leader()).await {
+                return answer;
+            }
+        }
         let call = api::HttpCall {
             app: self,
             user: caller.as_ref().map(|(user, _)| *user),
