@@ -45,6 +45,7 @@ fn options() -> PartitionOptions {
         },
         durability: Durability::Replicated,
         offset_durability: Durability::Replicated,
+        replicated_by_group: true,
     }
 }
 

@@ -77,6 +77,12 @@ pub struct PartitionOptions {
     pub log: LogOptions,
     pub durability: Durability,
     pub offset_durability: Durability,
+    /// Cluster mode: the partition group's journal holds every op on a
+    /// quorum before it is applied here, so an applied batch is committed
+    /// and may be served at once, and its segment write is not awaited
+    /// (the group persists the segments before its checkpoint drops the
+    /// journal below them; a restart replays what was not written).
+    pub replicated_by_group: bool,
 }
 
 /// What a poll asks for.
@@ -119,6 +125,7 @@ pub struct Partition<S: Storage> {
     served: RefCell<HashMap<ConsumerKey, Offset>>,
     durability: Durability,
     offset_durability: Durability,
+    replicated_by_group: bool,
     purge_generation: Cell<u64>,
     /// This partition's consensus group: op numbering and commit order.
     group: PartitionGroup<S>,
@@ -159,6 +166,7 @@ impl<S: Storage> Partition<S> {
             served: RefCell::new(HashMap::new()),
             durability: options.durability,
             offset_durability: options.offset_durability,
+            replicated_by_group: options.replicated_by_group,
             purge_generation: Cell::new(recorded),
         };
         let purge_completed = recorded < committed_purge_generation;
@@ -270,12 +278,12 @@ impl<S: Storage> Partition<S> {
     }
 
     /// Cluster mode: appends a committed op's batch at the offset its
-    /// primary stamped (`base_offset`), with the op's timestamp, and waits
-    /// until it is written (a poll after the reply sees it). A batch this
-    /// log holds already (an op applied before a restart and replayed from
-    /// the group's journal) is skipped: the answer is the same receipt
-    /// offset. The group's journal holds the op, so the segment write
-    /// needs no fsync of its own.
+    /// primary stamped (`base_offset`), with the op's timestamp; a poll
+    /// sees it as soon as this returns (`replicated_by_group`). A batch
+    /// this log holds already (an op applied before a restart and replayed
+    /// from the group's journal) is skipped: the answer is the same receipt
+    /// offset. The group's journal holds the op, so the segment write is
+    /// neither awaited nor fsynced here.
     pub async fn apply_append(
         &self,
         buffer: Vec<u8>,
@@ -296,7 +304,7 @@ impl<S: Storage> Partition<S> {
             .append_at_when_ready(buffer, range, || timestamp_us)
             .await?;
         assert_eq!(receipt.base_offset, base_offset, "offsets as stamped");
-        self.log.wait_written(receipt.last_offset).await?;
+        assert!(self.replicated_by_group, "only a partition group applies");
         Ok(receipt.base_offset)
     }
 
@@ -391,6 +399,9 @@ impl<S: Storage> Partition<S> {
     /// batch still on its way to the segment, which a crash could take
     /// back (replication spec §4.4: reads never above the commit point).
     pub fn visible_offset(&self) -> Option<Offset> {
+        if self.replicated_by_group {
+            return self.log.last_offset(); // applied = committed
+        }
         let acknowledgeable = match self.durability {
             Durability::Persisted => self.log.durable_offset(),
             Durability::Replicated => self.log.written_offset(),

@@ -22,6 +22,7 @@ fn options() -> PartitionOptions {
         },
         durability: Durability::Replicated,
         offset_durability: Durability::Replicated,
+        replicated_by_group: false,
     }
 }
 

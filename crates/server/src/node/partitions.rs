@@ -206,7 +206,9 @@ impl Node {
                 DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
                 DirectIo::Never => false,
             },
-            direct_sync: persisted,
+            // In a cluster the group's journal is fsynced under
+            // `persisted`; the segments are fsynced before a checkpoint.
+            direct_sync: persisted && self.ctx.cluster.is_none(),
             // In a cluster the offsets come from the group's ops.
             follow_log_end: self.ctx.cluster.is_some(),
             ..LogOptions::default()
@@ -215,6 +217,7 @@ impl Node {
             log,
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
+            replicated_by_group: self.ctx.cluster.is_some(),
         }
     }
 
