@@ -262,3 +262,149 @@ fn given_each_replica_wiped_in_turn_when_it_restarts_fresh_should_refill_from_it
         );
     }
 }
+
+/// The node whose HTTP API serves a linearizable read itself (the
+/// metadata leader), among the running nodes.
+fn leader_index(nodes: &[Node]) -> Option<usize> {
+    nodes.iter().position(|node| {
+        node.server.is_some()
+            && try_token(node).is_some_and(|token| {
+                let path = "/stats?consistency=linearizable";
+                request(node.http, "GET", path, Some(&token), None).status == 200
+            })
+    })
+}
+
+/// The created-view floor on real processes (replication spec §5.6, the
+/// seed README's "Upgrade recovery"): a partition superblock whose log
+/// view lies below the partition's committed creation view is refused at
+/// boot with a log naming the directory and the views; that partition is
+/// not served on the node, its files stay as they were, and the node and
+/// the cluster serve everything else.
+#[test]
+fn given_a_partition_superblock_below_its_created_view_when_the_node_restarts_should_refuse_only_it()
+ {
+    let mut nodes = start_cluster("");
+    eventually("the root user exists on every node", || {
+        nodes.iter().all(|node| try_token(node).is_some())
+    });
+    // Two elections, so that the topic is created in view 2 or later.
+    for _ in 0..2 {
+        let mut leader = None;
+        eventually("a leader", || {
+            leader = leader_index(&nodes);
+            leader.is_some()
+        });
+        let leader = leader.unwrap();
+        nodes[leader].server.take().unwrap().kill();
+        eventually("another leader", || leader_index(&nodes).is_some());
+        let node = &mut nodes[leader];
+        node.server = Some(TestServer::start(&node.workdir, &node.options));
+    }
+    let (nodes, leader, runtime) = with_orders(nodes);
+    let mut nodes = nodes;
+    runtime.block_on(async {
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
+        send_to(tcp_of(&nodes, leader), 0, "kept", 5).await.unwrap();
+    });
+    let token = root_token(nodes[leader].http);
+    let view: u32 = request(nodes[leader].http, "GET", "/streams", Some(&token), None)
+        .header("iggy-view")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(view >= 2, "created in view {view}");
+    let victim = (leader + 1) % nodes.len();
+    eventually("the victim holds the messages", || {
+        find_named(&nodes[victim].workdir.data(), "prepares-") == 1
+    });
+    let (status, _) = nodes[victim].server.take().unwrap().stop();
+    assert!(status.success());
+
+    // A superblock certifying log view 1 for the partition group, as an
+    // older server could have left it.
+    let data = nodes[victim].workdir.data();
+    let partition_dir = std::fs::read_dir(data.join("streams"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|stream| stream.path().join("topics"))
+        .flat_map(|topics| std::fs::read_dir(topics).unwrap().filter_map(Result::ok))
+        .map(|topic| topic.path().join("partitions").join("0"))
+        .find(|dir| dir.join("created.revision").exists())
+        .expect("the partition's directory");
+    let id_of = |path: &std::path::Path, up: usize| -> u32 {
+        let mut path = path.to_path_buf();
+        for _ in 0..up {
+            path.pop();
+        }
+        path.file_name().unwrap().to_str().unwrap().parse().unwrap()
+    };
+    let (stream, topic) = (id_of(&partition_dir, 4), id_of(&partition_dir, 2));
+    let metadata_superblock = std::fs::read(data.join("cluster/metadata/superblock")).unwrap();
+    let cluster = storage::superblock::Superblock::decode(&metadata_superblock)
+        .unwrap()
+        .identity
+        .cluster;
+    let wal_dir = compio::runtime::Runtime::new().unwrap().block_on(async {
+        let revision = partition_dir.join("created.revision");
+        let incarnation = storage::counter_file::load(&storage::RealStorage, &revision)
+            .await
+            .unwrap()
+            .unwrap();
+        let wal_dir = partition_dir.join(format!("prepares-{incarnation}"));
+        let written = storage::superblock::Superblock {
+            identity: storage::superblock::Identity {
+                cluster,
+                replica: victim as u8,
+                group: (u64::from(stream) << 32) | (u64::from(topic) << 20),
+                incarnation,
+            },
+            view,
+            log_view: 1,
+            uncertain: false,
+        };
+        storage::superblock::store(&storage::RealStorage, &wal_dir, None, &written)
+            .await
+            .unwrap();
+        wal_dir
+    });
+    let snapshot = |dir: &std::path::Path| -> Vec<(std::ffi::OsString, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_file())
+            .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot(&wal_dir);
+
+    let node = &mut nodes[victim];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    let log = data.join("logs").join("iggy-server.log");
+    eventually("the refusal is logged", || {
+        std::fs::read_to_string(&log).is_ok_and(|text| {
+            text.contains("falls below committed creation view")
+                && text.contains(&wal_dir.display().to_string())
+                && text.contains(&format!(
+                    "log view 1, which falls below committed creation view {view}"
+                ))
+        })
+    });
+    assert_eq!(
+        snapshot(&wal_dir),
+        before,
+        "the refused files are kept as they were"
+    );
+    // The node serves everything else, and the cluster serves the
+    // partition from the other two.
+    assert_eq!(stream_names(&nodes[victim]), ["orders"]);
+    let expected: Vec<String> = (0..5).map(|i| format!("kept-{i}")).collect();
+    let served = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
+    let payloads: Vec<String> = served
+        .into_iter()
+        .map(|(_, p)| String::from_utf8(p).unwrap())
+        .collect();
+    assert_eq!(payloads, expected);
+}

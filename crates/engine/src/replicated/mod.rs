@@ -176,6 +176,19 @@ pub enum GroupError {
         dir: PathBuf,
         reason: String,
     },
+    /// The created-view floor (replication spec §5.6): a group's durable
+    /// log view can never lie below the view its creation committed in.
+    #[error(
+        "{what} in {dir} has log view {log_view}, which falls below committed creation view \
+         {created_view}: it certifies history this replica may not hold; the group is not \
+         served and its files are kept"
+    )]
+    BelowCreatedView {
+        what: &'static str,
+        dir: PathBuf,
+        log_view: u32,
+        created_view: u32,
+    },
 }
 
 /// A group that writes its journal without fsyncs starts one in the
@@ -244,8 +257,23 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         mut machine: M,
         create: bool,
     ) -> Result<Self, GroupError> {
-        let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
         let persisted = superblock::load(&storage, dir, placement.identity).await?;
+        let floor = placement.created_view.0;
+        let below = |what: &'static str, log_view: u32| GroupError::BelowCreatedView {
+            what,
+            dir: dir.to_path_buf(),
+            log_view,
+            created_view: floor,
+        };
+        // Checked before the journal is opened (which may cut a torn tail):
+        // a refused group's files stay as they are.
+        if let Some(s) = persisted
+            && s.log_view != 0
+            && s.log_view < floor
+        {
+            return Err(below("the superblock", s.log_view));
+        }
+        let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
         let format = |what: &'static str| {
             let dir = dir.to_path_buf();
             move |reason: String| GroupError::Format { what, dir, reason }
@@ -260,6 +288,9 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             .map(|r| decode_entry(&r.payload).map_err(|e| e.to_string()))
             .collect::<Result<Vec<Entry>, String>>()
             .map_err(format("a journal record"))?;
+        if let Some(entry) = entries.iter().find(|e| e.view.0 != 0 && e.view.0 < floor) {
+            return Err(below("a journal entry", entry.view.0));
+        }
         let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
         let replies = match &snapshot {
             Some(s) => decode_state(&mut machine, &s.state, Restore::Boot)

@@ -229,3 +229,73 @@ fn given_a_snapshot_when_encoded_should_decode_to_it() {
     assert_eq!(decode_snapshot(&bytes), Ok(snapshot));
     assert!(decode_snapshot(&bytes[..bytes.len() - 1]).is_err());
 }
+
+/// The created-view floor (replication spec §5.6): a superblock whose
+/// log view lies below the group's committed creation view is refused,
+/// naming the directory and both views, before any file changes; log view
+/// 0 (never set) boots as the created view.
+#[compio::test]
+async fn given_a_superblock_below_the_created_view_when_opening_should_refuse_it_unchanged() {
+    let storage = SimStorage::new();
+    let dir = Path::new(DIR);
+    storage.create_dir_all(dir).await.expect("dir");
+    let mut placement = placement(1, Limits::default());
+    placement.created_view = View(4);
+    let written = Superblock {
+        identity: placement.identity,
+        view: 5,
+        log_view: 2,
+        uncertain: false,
+    };
+    superblock::store(&storage, dir, None, &written)
+        .await
+        .expect("stored");
+    let before = files(&storage, dir).await;
+    assert!(!before.is_empty());
+    let refused = Group::open(storage.clone(), dir, placement, 9, Log(Vec::new())).await;
+    let Err(error) = refused else {
+        panic!("a superblock below the floor must be refused");
+    };
+    let text = error.to_string();
+    assert!(
+        matches!(
+            error,
+            GroupError::BelowCreatedView {
+                log_view: 2,
+                created_view: 4,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(text.contains(DIR) && text.contains("falls below committed creation view"));
+    assert_eq!(files(&storage, dir).await, before, "nothing changed");
+
+    // Log view 0 (never set) is read as the created view.
+    let storage = SimStorage::new();
+    storage.create_dir_all(dir).await.expect("dir");
+    let unset = Superblock {
+        log_view: 0,
+        ..written
+    };
+    superblock::store(&storage, dir, None, &unset)
+        .await
+        .expect("stored");
+    let group = Group::open(storage, dir, placement, 10, Log(Vec::new()))
+        .await
+        .expect("opens");
+    assert!(group.replica().view() >= View(5));
+}
+
+/// Every file in `dir` with its bytes, by name.
+async fn files(storage: &SimStorage, dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut names = storage.read_dir(dir).await.expect("listed");
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let bytes = storage.file_bytes(&dir.join(&name));
+            (name, bytes)
+        })
+        .collect()
+}

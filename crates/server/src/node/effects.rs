@@ -152,6 +152,21 @@ impl Node {
     }
 
     async fn delete_partitions_where(&self, filter: impl Fn(&PartitionAddr) -> bool) {
+        let fenced: Vec<u64> = self
+            .fenced
+            .borrow()
+            .keys()
+            .copied()
+            .filter(|&ns| filter(&addr_of(ns)))
+            .collect();
+        for ns in fenced {
+            let removed = self.fenced.borrow_mut().remove(&ns);
+            if let Some((partition, _)) = removed
+                && let Err(e) = partition.log().delete().await
+            {
+                error!(ns, "cannot delete a refused partition's directory: {e}");
+            }
+        }
         for ns in self.owned_where(filter) {
             let removed = self.partitions.borrow_mut().remove(&ns);
             self.ctx.partition_stats.remove(ns);

@@ -80,6 +80,18 @@ pub struct Node {
     /// Dedupe state of the clients connected to this shard.
     client_table: RefCell<ClientTable>,
     partitions: RefCell<HashMap<u64, Rc<OwnedPartition>>>,
+    /// Cluster mode: partitions this node refuses to serve (their group's
+    /// durable state broke a recovery rule), with the files kept and the
+    /// reason; a delete of the partition removes them.
+    fenced: RefCell<
+        HashMap<
+            u64,
+            (
+                Rc<engine::partition::Partition<storage::RealStorage>>,
+                String,
+            ),
+        >,
+    >,
     /// Connections of this shard, for the heartbeat verifier.
     pub liveness: heartbeat::LivenessTable,
     /// Round-robin counters for Balanced partitioning, per topic namespace.
@@ -104,6 +116,7 @@ impl Node {
             waiters: RefCell::new(Vec::new()),
             client_table: RefCell::new(ClientTable::new(ctx.limits.clients_table_max)),
             partitions: RefCell::new(HashMap::new()),
+            fenced: RefCell::new(HashMap::new()),
             balanced: RefCell::new(HashMap::new()),
             attachments: RefCell::new(HashMap::new()),
             liveness: heartbeat::LivenessTable::default(),
@@ -189,7 +202,9 @@ impl Node {
         };
         let mut opened = 0;
         for (addr, options, purge_generation) in &owned {
-            if self.partitions.borrow().contains_key(&addr.ns()) {
+            let ns = addr.ns();
+            if self.partitions.borrow().contains_key(&ns) || self.fenced.borrow().contains_key(&ns)
+            {
                 continue;
             }
             self.open_partition(*addr, options, *purge_generation)

@@ -354,10 +354,19 @@ impl Node {
                 match started {
                     Ok(replica) => Some(replica),
                     Err(GroupError::Storage(e)) => return Err(e),
+                    // Replication spec §5.6, §6.1: the partition is
+                    // tombstoned here (not served, files kept); the rest
+                    // of the node serves on.
                     Err(e) => {
-                        return Err(StorageError::InvalidOptions {
-                            reason: e.to_string(),
-                        });
+                        error!(
+                            ?addr,
+                            dir = %self.partition_dir(addr).display(),
+                            "refusing to serve this partition: {e}"
+                        );
+                        self.fenced
+                            .borrow_mut()
+                            .insert(ns, (partition, e.to_string()));
+                        return Ok(());
                     }
                 }
             }
@@ -435,6 +444,9 @@ impl Node {
 
     async fn execute_partition_op(&self, ns: u64, op: PartitionOp) -> PartitionReply {
         let Some(partition) = self.partitions.borrow().get(&ns).cloned() else {
+            if self.fenced.borrow().contains_key(&ns) {
+                return PartitionReply::Failed(ErrorCode::CannotReadPartitions);
+            }
             return PartitionReply::Failed(ErrorCode::PartitionNotFound);
         };
         let result = match op {
