@@ -69,6 +69,9 @@ pub enum LoginFailure {
     UserInactive,
 }
 
+/// A refused partition's files (kept) and why it is refused.
+type Fenced = (Rc<engine::partition::Partition<storage::RealStorage>>, String);
+
 pub struct Node {
     pub shard_id: u16,
     pub ctx: Arc<ServerContext>,
@@ -83,15 +86,7 @@ pub struct Node {
     /// Cluster mode: partitions this node refuses to serve (their group's
     /// durable state broke a recovery rule), with the files kept and the
     /// reason; a delete of the partition removes them.
-    fenced: RefCell<
-        HashMap<
-            u64,
-            (
-                Rc<engine::partition::Partition<storage::RealStorage>>,
-                String,
-            ),
-        >,
-    >,
+    fenced: RefCell<HashMap<u64, Fenced>>,
     /// Connections of this shard, for the heartbeat verifier.
     pub liveness: heartbeat::LivenessTable,
     /// Round-robin counters for Balanced partitioning, per topic namespace.
