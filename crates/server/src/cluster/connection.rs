@@ -1,7 +1,8 @@
 //! One replica connection's I/O: the handshake over a fresh TCP stream
 //! (driving the sans-IO `handshake` machine), then two halves until either
 //! ends: the writer drains the peer's lanes into vectored writes, the reader
-//! cuts length-delimited replica frames and delivers them.
+//! cuts length-delimited replica frames and delivers them. A `Channel` is
+//! the stream itself, or a TLS session over it (`tls`).
 //!
 //! Reader rules (replication spec §3): a header whose seal, command or size
 //! fails closes the connection, since a byte stream cannot be resynchronised
@@ -28,9 +29,11 @@ use thiserror::Error;
 use tracing::warn;
 
 use super::handshake::{
-    Accepted, Acceptor, Dialer, HandshakeConfig, HandshakeError, HandshakeFrame, ReplicaId,
+    Accepted, Acceptor, ChannelBinding, Dialer, HandshakeConfig, HandshakeError, HandshakeFrame,
+    ReplicaId,
 };
 use super::lanes::LanesRx;
+use super::tls::TlsSession;
 
 /// Why a connection (or its handshake) ended.
 #[derive(Debug, Error)]
@@ -47,6 +50,52 @@ pub enum Closed {
     InboundGone,
     #[error("the outgoing queue is gone")]
     QueueGone,
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+/// A connection's byte channel: the TCP stream, or a TLS session on it.
+#[derive(Clone, Copy)]
+pub struct Channel<'a> {
+    pub stream: &'a TcpStream,
+    pub tls: Option<&'a TlsSession>,
+}
+
+impl Channel<'_> {
+    /// What the PSK handshake's MAC is bound to.
+    pub fn binding(&self) -> Result<ChannelBinding, Closed> {
+        Ok(match self.tls {
+            None => ChannelBinding::Plaintext,
+            Some(tls) => ChannelBinding::Tls {
+                exporter: tls.exporter()?,
+            },
+        })
+    }
+
+    async fn read_exact(&self, buf: Vec<u8>, len: usize) -> Result<Vec<u8>, Closed> {
+        match self.tls {
+            None => read_exact(self.stream, buf, len).await,
+            Some(tls) => tls.read_exact(self.stream, buf, len).await,
+        }
+    }
+
+    async fn write_all(&self, bytes: Vec<u8>) -> Result<(), Closed> {
+        match self.tls {
+            None => write_all(self.stream, bytes).await,
+            Some(tls) => tls.write_all(self.stream, &[bytes]).await,
+        }
+    }
+
+    async fn write_batch(&self, batch: Vec<Vec<u8>>) -> Result<(), Closed> {
+        match self.tls {
+            None => {
+                let mut writer = self.stream;
+                let BufResult(result, _) = writer.write_vectored_all(batch).await;
+                Ok(result?)
+            }
+            Some(tls) => tls.write_all(self.stream, &batch).await,
+        }
+    }
 }
 
 /// Frames counted on one peer's links, across connections.
@@ -71,16 +120,17 @@ pub struct ConnectionContext<'a> {
 
 /// Runs the dialer's side of the handshake; the peer is `peer` on success.
 pub async fn dial_handshake(
-    stream: &TcpStream,
-    config: HandshakeConfig,
+    channel: Channel<'_>,
+    mut config: HandshakeConfig,
     peer: ReplicaId,
 ) -> Result<(), Closed> {
+    config.channel = channel.binding()?;
     let (dialer, hello) = Dialer::start(config, peer, rand::random());
-    write_all(stream, hello.to_vec()).await?;
-    let challenge = read_handshake_frame(stream).await?;
+    channel.write_all(hello.to_vec()).await?;
+    let challenge = read_handshake_frame(channel).await?;
     let dialed = dialer.on_challenge(&challenge)?;
     if let Some(finish) = dialed.finish {
-        write_all(stream, finish.to_vec()).await?;
+        channel.write_all(finish.to_vec()).await?;
     }
     assert_eq!(dialed.peer, peer);
     Ok(())
@@ -89,30 +139,33 @@ pub async fn dial_handshake(
 /// Runs the acceptor's side; returns the admitted dialer. On a refusal the
 /// Challenge naming it is sent before the error returns.
 pub async fn accept_handshake(
-    stream: &TcpStream,
-    config: HandshakeConfig,
+    channel: Channel<'_>,
+    mut config: HandshakeConfig,
 ) -> Result<ReplicaId, Closed> {
-    let hello = read_handshake_frame(stream).await?;
+    config.channel = channel.binding()?;
+    let hello = read_handshake_frame(channel).await?;
     let step = Acceptor::new(config, rand::random()).on_hello(&hello);
-    write_all(stream, step.challenge.to_vec()).await?;
+    channel.write_all(step.challenge.to_vec()).await?;
     match step.next? {
         Accepted::Established(peer) => Ok(peer),
         Accepted::AwaitFinish(awaiting) => {
-            let finish = read_handshake_frame(stream).await?;
+            let finish = read_handshake_frame(channel).await?;
             Ok(awaiting.on_finish(&finish)?)
         }
     }
 }
 
-async fn read_handshake_frame(stream: &TcpStream) -> Result<HandshakeFrame, Closed> {
-    let bytes = read_exact(stream, Vec::with_capacity(HEADER_SIZE), HEADER_SIZE).await?;
+async fn read_handshake_frame(channel: Channel<'_>) -> Result<HandshakeFrame, Closed> {
+    let bytes = channel
+        .read_exact(Vec::with_capacity(HEADER_SIZE), HEADER_SIZE)
+        .await?;
     Ok(bytes.try_into().expect("read_exact filled the header"))
 }
 
 /// Serves an admitted connection until either half ends.
-pub async fn run(stream: &TcpStream, cx: ConnectionContext<'_>) -> Closed {
-    let mut reader = pin!(read_frames(stream, &cx));
-    let mut writer = pin!(write_frames(stream, &cx));
+pub async fn run(channel: Channel<'_>, cx: ConnectionContext<'_>) -> Closed {
+    let mut reader = pin!(read_frames(channel, &cx));
+    let mut writer = pin!(write_frames(channel, &cx));
     std::future::poll_fn(|task| {
         if let Poll::Ready(closed) = reader.as_mut().poll(task) {
             return Poll::Ready(closed);
@@ -122,24 +175,22 @@ pub async fn run(stream: &TcpStream, cx: ConnectionContext<'_>) -> Closed {
     .await
 }
 
-async fn write_frames(stream: &TcpStream, cx: &ConnectionContext<'_>) -> Closed {
+async fn write_frames(channel: Channel<'_>, cx: &ConnectionContext<'_>) -> Closed {
     loop {
         let Some(batch) = cx.lanes.next_batch(cx.max_batch).await else {
             return Closed::QueueGone;
         };
         let count = batch.len() as u64;
-        let mut writer = stream;
-        let BufResult(result, _) = writer.write_vectored_all(batch).await;
-        if let Err(e) = result {
-            return Closed::Io(e);
+        if let Err(closed) = channel.write_batch(batch).await {
+            return closed;
         }
         cx.counters.sent.fetch_add(count, Ordering::Relaxed);
     }
 }
 
-async fn read_frames(stream: &TcpStream, cx: &ConnectionContext<'_>) -> Closed {
+async fn read_frames(channel: Channel<'_>, cx: &ConnectionContext<'_>) -> Closed {
     loop {
-        match read_frame(stream, cx.max_message_size).await {
+        match read_frame(channel, cx.max_message_size).await {
             Ok(Some(bytes)) => {
                 if let Some(frame) = accept_frame(&bytes, cx) {
                     cx.counters.received.fetch_add(1, Ordering::Relaxed);
@@ -182,14 +233,23 @@ fn accept_frame(bytes: &[u8], cx: &ConnectionContext<'_>) -> Option<Frame> {
 
 /// Reads one frame's bytes. `Ok(None)`: a sealed frame of an unknown
 /// command was skipped. `Err`: the connection must close.
-async fn read_frame(stream: &TcpStream, max_size: usize) -> Result<Option<Vec<u8>>, Closed> {
-    let mut header = Vec::with_capacity(HEADER_SIZE);
-    let BufResult(result, slice) = (&mut &*stream).read(header.slice(..HEADER_SIZE)).await;
-    header = slice.into_inner();
-    if result? == 0 {
-        return Err(Closed::PeerClosed);
-    }
-    let mut frame = read_exact(stream, header, HEADER_SIZE).await?;
+async fn read_frame(channel: Channel<'_>, max_size: usize) -> Result<Option<Vec<u8>>, Closed> {
+    let mut frame = match channel.tls {
+        None => {
+            let stream = channel.stream;
+            let header = Vec::with_capacity(HEADER_SIZE);
+            let BufResult(result, slice) = (&mut &*stream).read(header.slice(..HEADER_SIZE)).await;
+            if result? == 0 {
+                return Err(Closed::PeerClosed);
+            }
+            read_exact(stream, slice.into_inner(), HEADER_SIZE).await?
+        }
+        Some(_) => {
+            channel
+                .read_exact(Vec::with_capacity(HEADER_SIZE), HEADER_SIZE)
+                .await?
+        }
+    };
     let size = match wire::frame_size(&frame, max_size) {
         Ok(size) => size,
         Err(WireError::UnknownCommand { command }) => {
@@ -201,13 +261,13 @@ async fn read_frame(stream: &TcpStream, max_size: usize) -> Result<Option<Vec<u8
                 command,
                 size, "skipping a replica frame of an unknown command"
             );
-            read_exact(stream, frame, size).await?;
+            channel.read_exact(frame, size).await?;
             return Ok(None);
         }
         Err(e) => return Err(Closed::BadHeader(e)),
     };
     frame.reserve_exact(size - frame.len());
-    frame = read_exact(stream, frame, size).await?;
+    frame = channel.read_exact(frame, size).await?;
     Ok(Some(frame))
 }
 

@@ -29,9 +29,10 @@ use crossfire::{AsyncRx, MAsyncTx};
 use thiserror::Error;
 use tracing::{debug, info, warn};
 
-use super::connection::{self, Closed, ConnectionContext, FrameCounters};
+use super::connection::{self, Channel, Closed, ConnectionContext, FrameCounters};
 use super::handshake::{ChannelBinding, HandshakeConfig, HandshakeError, ReplicaId};
 use super::lanes::{self, Lane, LaneFull, LanesRx, LanesTx};
+use super::tls::TlsSession;
 
 mod config;
 #[cfg(test)]
@@ -48,8 +49,10 @@ pub type Inbound = AsyncRx<Array<Frame>>;
 
 #[derive(Debug, Error)]
 pub enum LinkError {
-    #[error("cluster.tls is not supported yet on replica links; set cluster.tls.enabled = false")]
-    TlsNotSupported,
+    #[error("cluster.tls.enabled requires cluster.auth.enabled")]
+    TlsWithoutAuth,
+    #[error(transparent)]
+    Tls(#[from] super::tls::TlsSetupError),
     #[error("replica {replica_id} is not in cluster.nodes")]
     NotInRoster { replica_id: ReplicaId },
     #[error("cluster.nodes[replica_id = {replica_id}] has no ports.tcp_replica")]
@@ -281,7 +284,7 @@ impl Peer {
 
 impl Shared {
     /// Serves an admitted connection with `peer` until it ends.
-    async fn serve(&self, peer: &Peer, stream: TcpStream) {
+    async fn serve(&self, peer: &Peer, stream: TcpStream, tls: Option<TlsSession>) {
         let generation = peer.generation.get() + 1;
         peer.generation.set(generation);
         peer.connected.set(true);
@@ -297,7 +300,11 @@ impl Shared {
             inbound: &self.inbound,
             counters: &peer.counters,
         };
-        let closed = connection::run(&stream, cx).await;
+        let channel = Channel {
+            stream: &stream,
+            tls: tls.as_ref(),
+        };
+        let closed = connection::run(channel, cx).await;
         if peer.generation.get() == generation {
             peer.connected.set(false);
         }
@@ -310,7 +317,7 @@ async fn dial_loop(shared: Rc<Shared>, peer: ReplicaId) {
     let peer = shared.peers.get(&peer).expect("dialing a roster peer");
     loop {
         match dial(&shared, peer).await {
-            Ok(stream) => shared.serve(peer, stream).await,
+            Ok((stream, tls)) => shared.serve(peer, stream, tls).await,
             Err(e) => {
                 peer.refused(&e);
                 match e {
@@ -327,11 +334,19 @@ async fn dial_loop(shared: Rc<Shared>, peer: ReplicaId) {
     }
 }
 
-async fn dial(shared: &Shared, peer: &Peer) -> Result<TcpStream, Closed> {
+async fn dial(shared: &Shared, peer: &Peer) -> Result<(TcpStream, Option<TlsSession>), Closed> {
     let attempt = async {
         let stream = TcpStream::connect(peer.address).await?;
-        connection::dial_handshake(&stream, shared.handshake.clone(), peer.id).await?;
-        Ok(stream)
+        let tls = match &shared.config.tls {
+            Some(tls) => Some(TlsSession::establish(&stream, tls.dial(peer.id)?).await?),
+            None => None,
+        };
+        let channel = Channel {
+            stream: &stream,
+            tls: tls.as_ref(),
+        };
+        connection::dial_handshake(channel, shared.handshake.clone(), peer.id).await?;
+        Ok((stream, tls))
     };
     within(shared.config.handshake_grace, attempt).await
 }
@@ -358,9 +373,20 @@ async fn accept_loop(shared: Rc<Shared>, listener: TcpListener) {
 
 /// Runs an accepted socket's handshake, then hands it to its peer.
 async fn admit(shared: Rc<Shared>, stream: TcpStream, address: SocketAddr) {
-    let handshake = connection::accept_handshake(&stream, shared.handshake.clone());
-    let peer = match within(shared.config.handshake_grace, handshake).await {
-        Ok(peer) => peer,
+    let handshake = async {
+        let tls = match &shared.config.tls {
+            Some(tls) => Some(TlsSession::establish(&stream, tls.accept()?).await?),
+            None => None,
+        };
+        let channel = Channel {
+            stream: &stream,
+            tls: tls.as_ref(),
+        };
+        let peer = connection::accept_handshake(channel, shared.handshake.clone()).await?;
+        Ok((peer, tls))
+    };
+    let (peer, tls) = match within(shared.config.handshake_grace, handshake).await {
+        Ok(admitted) => admitted,
         Err(e) => {
             if let Closed::Handshake(refusal) = &e
                 && let Some(peer) = claimed_peer(refusal).and_then(|id| shared.peers.get(&id))
@@ -376,7 +402,7 @@ async fn admit(shared: Rc<Shared>, stream: TcpStream, address: SocketAddr) {
     let serving = shared.clone();
     let task = compio::runtime::spawn(async move {
         let peer = serving.peers.get(&peer).expect("checked above");
-        serving.serve(peer, stream).await;
+        serving.serve(peer, stream, tls).await;
     });
     // Replacing the handle cancels the previous connection, if any.
     slot.accepted.borrow_mut().replace(task);

@@ -2,6 +2,7 @@
 //! between replica processes. Not yet wired to the consensus core.
 //!
 //! `handshake` is the sans-IO admission of a connection (plaintext or PSK);
+//! `tls` the optional TLS 1.3 session under it (`cluster.tls`);
 //! `lanes` the bounded two-lane outgoing queue of one peer; `connection`
 //! moves replica frames over one admitted TCP stream; `link` owns the
 //! listener, the dialers and the per-peer state, and is what the consensus
@@ -12,6 +13,7 @@ pub mod connection;
 pub mod handshake;
 pub mod lanes;
 pub mod link;
+pub mod tls;
 
 pub use handshake::ReplicaId;
 pub use link::{

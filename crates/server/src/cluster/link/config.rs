@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::LinkError;
 use crate::cluster::cluster_id;
 use crate::cluster::handshake::{MacKey, PskKeys, ReplicaId};
+use crate::cluster::tls::LinkTls;
 use crate::config::ServerConfig;
 
 /// Incoming frames buffered for the consensus wiring before readers wait.
@@ -32,18 +33,16 @@ pub struct LinkConfig {
     /// `message_bus.handshake_grace`: bound on connect plus handshake.
     pub handshake_grace: Duration,
     pub inbound_capacity: usize,
+    /// `cluster.tls`, or `None` when it is off.
+    pub tls: Option<LinkTls>,
 }
 
 impl LinkConfig {
-    /// The links of `replica_id` under `config`. Refuses `cluster.tls`,
-    /// which replica links do not support yet.
+    /// The links of `replica_id` under `config`.
     pub fn from_server_config(
         config: &ServerConfig,
         replica_id: ReplicaId,
     ) -> Result<LinkConfig, LinkError> {
-        if config.cluster.tls.enabled {
-            return Err(LinkError::TlsNotSupported);
-        }
         let mut peers = Vec::new();
         for node in config
             .cluster
@@ -53,10 +52,24 @@ impl LinkConfig {
         {
             peers.push((node.replica_id, node_address(config, node.replica_id)?));
         }
-        config
+        let own = config
             .cluster
             .node(replica_id)
             .ok_or(LinkError::NotInRoster { replica_id })?;
+        let tls = if config.cluster.tls.enabled {
+            if !config.cluster.auth.enabled {
+                return Err(LinkError::TlsWithoutAuth);
+            }
+            let names = config
+                .cluster
+                .nodes
+                .iter()
+                .map(|n| (n.replica_id, n.ip.clone()))
+                .collect();
+            Some(LinkTls::from_config(&config.cluster.tls, &own.ip, names)?)
+        } else {
+            None
+        };
         let bus = &config.message_bus;
         Ok(LinkConfig {
             cluster: cluster_id(&config.cluster.name),
@@ -69,6 +82,7 @@ impl LinkConfig {
             reconnect_period: bus.reconnect_period.get(),
             handshake_grace: bus.handshake_grace.get(),
             inbound_capacity: INBOUND_CAPACITY_DEFAULT,
+            tls,
         })
     }
 

@@ -50,7 +50,24 @@ fn link_config(id: ReplicaId, roster: &[(ReplicaId, SocketAddr)], secrets: Secre
         reconnect_period: Duration::from_millis(20),
         handshake_grace: Duration::from_secs(2),
         inbound_capacity: 64,
+        tls: None,
     }
+}
+
+/// `cluster.tls.self_signed` for a loopback roster.
+fn self_signed_tls(roster: &[(ReplicaId, SocketAddr)]) -> crate::cluster::tls::LinkTls {
+    let config = crate::config::ClusterTlsConfig {
+        enabled: true,
+        self_signed: true,
+        cert_file: String::new(),
+        key_file: String::new(),
+        ca_file: String::new(),
+    };
+    let names = roster
+        .iter()
+        .map(|(id, address)| (*id, address.ip().to_string()))
+        .collect();
+    crate::cluster::tls::LinkTls::from_config(&config, "127.0.0.1", names).expect("self-signed")
 }
 
 /// A loopback roster of `n` nodes; its listeners, not yet served.
@@ -194,6 +211,56 @@ fn given_three_endpoints_when_started_should_link_every_pair_and_carry_frames_bo
             (2, 2, 0)
         );
         assert_eq!(nodes[0].links.status(0), None, "self is not a peer");
+    });
+}
+
+#[test]
+fn given_tls_and_psk_on_every_node_when_started_should_link_and_carry_frames() {
+    run(async {
+        let (roster, listeners) = roster(3);
+        let tls = self_signed_tls(&roster);
+        let nodes: Vec<Node> = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(id, listener)| {
+                let mut config = link_config(id as u8, &roster, Some((NEW, None)));
+                config.tls = Some(tls.clone());
+                let (links, inbound) = Links::start(config, listener).expect("links start");
+                Node { links, inbound }
+            })
+            .collect();
+        let all: Vec<&Node> = nodes.iter().collect();
+        eventually("every pair is linked over TLS", || connected(&all)).await;
+        exchange_all(&all, 1).await;
+        // A frame far larger than a TLS record crosses whole.
+        let big = Frame {
+            cluster: CLUSTER,
+            from: 0,
+            group: 42,
+            incarnation: 1,
+            message: Message::ForwardRequest {
+                view: View(3),
+                nonce: 9,
+                body: vec![0x5a; 600_000],
+            },
+        };
+        nodes[0].links.send(1, &big).expect("queued");
+        let received = nodes[1].inbound.recv().await.expect("a frame");
+        assert_eq!(received, big);
+    });
+}
+
+#[test]
+fn given_a_tls_dialer_and_a_plaintext_acceptor_should_never_link() {
+    run(async {
+        let (roster, mut listeners) = roster(2);
+        let plain = start(1, &roster, listeners.pop().expect("two"), Some((NEW, None)));
+        let mut config = link_config(0, &roster, Some((NEW, None)));
+        config.tls = Some(self_signed_tls(&roster));
+        let (tls, _inbound) = Links::start(config, listeners.pop().expect("one")).expect("starts");
+        compio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!tls.status(1).expect("a peer").connected);
+        assert!(!plain.links.status(0).expect("a peer").connected);
     });
 }
 
@@ -413,7 +480,11 @@ async fn raw_peer() -> (Node, compio::net::TcpStream) {
         psk: None,
         channel: ChannelBinding::Plaintext,
     };
-    connection::dial_handshake(&stream, handshake, 1)
+    let channel = connection::Channel {
+        stream: &stream,
+        tls: None,
+    };
+    connection::dial_handshake(channel, handshake, 1)
         .await
         .expect("admitted");
     (acceptor, stream)
@@ -500,7 +571,7 @@ fn given_a_bad_seal_on_a_link_should_close_the_connection() {
 }
 
 #[test]
-fn given_the_server_configuration_should_take_the_roster_and_refuse_tls() {
+fn given_the_server_configuration_should_take_the_roster_and_its_tls_settings() {
     let mut config = crate::config::ServerConfig::embedded_defaults();
     config.cluster.auth.enabled = true;
     config.cluster.auth.shared_secret = String::from_utf8(NEW.to_vec()).expect("ascii");
@@ -525,14 +596,23 @@ fn given_the_server_configuration_should_take_the_roster_and_refuse_tls() {
             key: "cluster.auth.previous_shared_secret"
         })
     ));
+    config.cluster.auth.previous_shared_secret = String::new();
     config.cluster.tls.enabled = true;
-    let refused = LinkConfig::from_server_config(&config, 0).expect_err("TLS is refused");
+    let refused = LinkConfig::from_server_config(&config, 0).expect_err("no certificate");
     assert!(
-        refused.to_string().contains("not supported yet"),
+        refused.to_string().contains("cert_file is required"),
         "{refused}"
     );
+    config.cluster.tls.self_signed = true;
+    let links = LinkConfig::from_server_config(&config, 0).expect("self-signed");
+    assert!(links.tls.is_some());
+    config.cluster.auth.enabled = false;
+    assert!(matches!(
+        LinkConfig::from_server_config(&config, 0),
+        Err(LinkError::TlsWithoutAuth)
+    ));
     assert!(matches!(
         LinkConfig::from_server_config(&config, 9),
-        Err(LinkError::TlsNotSupported)
+        Err(LinkError::NotInRoster { replica_id: 9 })
     ));
 }
