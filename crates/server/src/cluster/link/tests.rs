@@ -250,6 +250,71 @@ fn given_tls_and_psk_on_every_node_when_started_should_link_and_carry_frames() {
     });
 }
 
+/// PEM files of a CA and of a certificate it signed for `name`, in `dir`:
+/// `cluster.tls` settings that use them.
+fn ca_signed_tls(dir: &std::path::Path, name: &str) -> crate::config::ClusterTlsConfig {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().expect("a CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("a CA");
+    let key = KeyPair::generate().expect("a key");
+    let leaf = CertificateParams::new(vec![name.to_owned()])
+        .expect("params")
+        .signed_by(&key, &ca, &ca_key)
+        .expect("signed");
+    let write = |file: &str, text: String| {
+        let path = dir.join(file);
+        std::fs::write(&path, text).expect("written");
+        path.display().to_string()
+    };
+    crate::config::ClusterTlsConfig {
+        enabled: true,
+        self_signed: false,
+        cert_file: write("cert.pem", leaf.pem()),
+        key_file: write("key.pem", key.serialize_pem()),
+        ca_file: write("ca.pem", ca.pem()),
+    }
+}
+
+#[test]
+fn given_ca_signed_certificates_when_they_name_the_roster_ip_should_link_and_otherwise_not() {
+    run(async {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        for (name, links) in [("127.0.0.1", true), ("10.9.9.9", false)] {
+            let (roster, listeners) = roster(2);
+            let names: std::collections::BTreeMap<ReplicaId, String> = roster
+                .iter()
+                .map(|(id, address)| (*id, address.ip().to_string()))
+                .collect();
+            let settings = ca_signed_tls(dir.path(), name);
+            let tls = crate::cluster::tls::LinkTls::from_config(&settings, "127.0.0.1", names)
+                .expect("CA settings");
+            let nodes: Vec<Node> = listeners
+                .into_iter()
+                .enumerate()
+                .map(|(id, listener)| {
+                    let mut config = link_config(id as u8, &roster, Some((NEW, None)));
+                    config.tls = Some(tls.clone());
+                    let (links, inbound) = Links::start(config, listener).expect("links start");
+                    Node { links, inbound }
+                })
+                .collect();
+            let all: Vec<&Node> = nodes.iter().collect();
+            if links {
+                eventually("linked with certificates naming the roster ip", || {
+                    connected(&all)
+                })
+                .await;
+                exchange_all(&all, 1).await;
+            } else {
+                compio::time::sleep(Duration::from_millis(300)).await;
+                assert!(!connected(&all), "a certificate for {name} is refused");
+            }
+        }
+    });
+}
+
 #[test]
 fn given_a_tls_dialer_and_a_plaintext_acceptor_should_never_link() {
     run(async {
