@@ -317,3 +317,109 @@ async fn given_partition_added_after_a_purge_when_restarting_should_keep_its_mes
         "the new partition kept its messages"
     );
 }
+
+/// A partition directory lost while the server was down is noticed: the
+/// server initialized that partition (its record in
+/// `partition-initialization/` says so) and has nobody to refill it from,
+/// so it refuses to serve it (3004) instead of starting it empty, serves
+/// the other partitions, and a delete of the topic drops it.
+#[tokio::test]
+async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_partition_only() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    client.create_stream("lost").await.unwrap();
+    let options = TopicCreateOptions {
+        partitions_count: Some(2),
+        ..TopicCreateOptions::default()
+    };
+    client
+        .create_topic(&name("lost"), "t", &options)
+        .await
+        .unwrap();
+    for partition in 0..2 {
+        let mut messages: Vec<IggyMessage> = (0..3)
+            .map(|i| payload_message("p", partition * 10 + i, 10))
+            .collect();
+        client
+            .send_messages(
+                &name("lost"),
+                &name("t"),
+                &Partitioning::partition_id(partition),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    drop(client);
+    let (status, _) = server.stop();
+    assert!(status.success());
+    let records = workdir.data().join("partition-initialization");
+    assert_eq!(
+        std::fs::read_dir(&records).unwrap().count(),
+        2,
+        "one record each"
+    );
+    let partition_zero = std::fs::read_dir(workdir.data().join("streams"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|s| s.path().join("topics"))
+        .flat_map(|t| std::fs::read_dir(t).unwrap().filter_map(Result::ok))
+        .map(|t| t.path().join("partitions").join("0"))
+        .find(|p| p.exists())
+        .unwrap();
+    std::fs::remove_dir_all(&partition_zero).unwrap();
+
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let mut messages = vec![payload_message("after", 0, 10)];
+    let refused = client
+        .send_messages(
+            &name("lost"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .expect_err("a partition whose history is lost is not served");
+    assert_eq!(refused.as_code(), 3004, "{refused}");
+    assert!(!partition_zero.exists(), "not recreated empty");
+    let polled = client
+        .poll_messages(
+            &name("lost"),
+            &name("t"),
+            Some(1),
+            &Consumer::new(id(1)),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(polled.messages.len(), 3, "the other partition serves");
+    let log = std::fs::read_to_string(workdir.data().join("logs/iggy-server.log")).unwrap();
+    assert!(
+        log.contains("refusing to serve this partition")
+            && log.contains(&partition_zero.display().to_string()),
+        "the refusal names the directory"
+    );
+    // Deleting the topic drops it and its records; a new topic serves.
+    client
+        .delete_topic(&name("lost"), &name("t"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_dir(&records).unwrap().count(), 0);
+    client
+        .create_topic(&name("lost"), "t", &options)
+        .await
+        .unwrap();
+    client
+        .send_messages(
+            &name("lost"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .unwrap();
+}

@@ -161,13 +161,15 @@ impl Node {
             .collect();
         for ns in fenced {
             let removed = self.fenced.borrow_mut().remove(&ns);
-            if let Some((partition, _)) = removed
+            if let Some((Some(partition), _)) = removed
                 && let Err(e) = partition.log().delete().await
             {
                 error!(ns, "cannot delete a refused partition's directory: {e}");
             }
+            self.forget_initialization(addr_of(ns));
         }
         for ns in self.owned_where(filter) {
+            self.forget_initialization(addr_of(ns));
             let removed = self.partitions.borrow_mut().remove(&ns);
             self.ctx.partition_stats.remove(ns);
             if let Some(partition) = removed

@@ -69,8 +69,12 @@ pub enum LoginFailure {
     UserInactive,
 }
 
-/// A refused partition's files (kept) and why it is refused.
-type Fenced = (Rc<engine::partition::Partition<storage::RealStorage>>, String);
+/// A refused partition's files (kept; none when its directory is lost) and
+/// why it is refused.
+type Fenced = (
+    Option<Rc<engine::partition::Partition<storage::RealStorage>>>,
+    String,
+);
 
 pub struct Node {
     pub shard_id: u16,

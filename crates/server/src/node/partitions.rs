@@ -230,6 +230,21 @@ impl Node {
         purge_generation: u64,
     ) -> Result<(), StorageError> {
         let dir = self.partition_dir(addr);
+        // A single node that initialized this partition and lost its
+        // directory has nobody to refill it from: it refuses to serve it
+        // rather than start it empty (a cluster node refills it).
+        if self.ctx.cluster.is_none() && self.lost_history(addr).await {
+            let reason = format!(
+                "the partition directory {} is missing, but this node initialized the partition \
+                 ({}): its history is lost; restore the directory from a backup, or delete the \
+                 partition (or its topic) to drop it",
+                dir.display(),
+                self.initialization_record(addr).display()
+            );
+            error!(?addr, "refusing to serve this partition: {reason}");
+            self.fenced.borrow_mut().insert(addr.ns(), (None, reason));
+            return Ok(());
+        }
         // A cluster node that missed a delete and re-create of this
         // partition holds an older incarnation's directory: it is removed
         // (replication spec §6.1), never served as the new one.
@@ -248,6 +263,7 @@ impl Node {
             let durability = options.durability;
             let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
             self.record_incarnation(addr, &dir).await?;
+            self.publish_initialization(addr).await?;
             return self
                 .adopt_partition(addr, partition, durability, false)
                 .await;
@@ -264,6 +280,7 @@ impl Node {
         if opened.purge_completed {
             info!(?addr, "completed a purge interrupted by a restart");
         }
+        self.publish_initialization(addr).await?;
         self.adopt_partition(addr, opened.partition, durability, false)
             .await
     }
@@ -304,8 +321,65 @@ impl Node {
         let durability = options.durability;
         let partition = Partition::create(RealStorage, &dir, options, purge_generation).await?;
         self.record_incarnation(addr, &dir).await?;
+        self.publish_initialization(addr).await?;
         self.adopt_partition(addr, partition, durability, true)
             .await
+    }
+
+    /// `<data>/partition-initialization/<namespace>/created.revision`: the
+    /// incarnation this node initialized the partition with, kept outside
+    /// its directory so that losing the directory is noticed (replication
+    /// spec §6.1, the seed README's "Upgrade recovery").
+    fn initialization_record(&self, addr: PartitionAddr) -> std::path::PathBuf {
+        self.ctx
+            .data_path
+            .join("partition-initialization")
+            .join(addr.ns().to_string())
+            .join(CREATED_REVISION_FILE)
+    }
+
+    /// Records that the partition's current incarnation is initialized
+    /// here (before it first serves).
+    async fn publish_initialization(&self, addr: PartitionAddr) -> Result<(), StorageError> {
+        let Some(incarnation) = self.incarnation(addr) else {
+            return Ok(());
+        };
+        let path = self.initialization_record(addr);
+        let held = storage::counter_file::load(&RealStorage, &path)
+            .await
+            .ok()
+            .flatten();
+        if held == Some(incarnation) {
+            return Ok(());
+        }
+        let parent = path.parent().expect("a record has a directory");
+        std::fs::create_dir_all(parent).map_err(|source| StorageError::Io {
+            operation: "create a partition initialization directory",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+        storage::counter_file::store(&RealStorage, &path, incarnation).await
+    }
+
+    /// Whether this node initialized the partition's current incarnation
+    /// and has since lost its directory (its history).
+    async fn lost_history(&self, addr: PartitionAddr) -> bool {
+        let path = self.initialization_record(addr);
+        let held = storage::counter_file::load(&RealStorage, &path)
+            .await
+            .ok()
+            .flatten();
+        held.is_some() && held == self.incarnation(addr) && !self.partition_dir(addr).exists()
+    }
+
+    /// A deleted partition's record goes with it.
+    pub(super) fn forget_initialization(&self, addr: PartitionAddr) {
+        if let Some(dir) = self.initialization_record(addr).parent()
+            && let Err(e) = std::fs::remove_dir_all(dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            warn!(dir = %dir.display(), "cannot remove a partition initialization record: {e}");
+        }
     }
 
     /// Cluster mode: records which incarnation a new partition directory
@@ -365,7 +439,7 @@ impl Node {
                         );
                         self.fenced
                             .borrow_mut()
-                            .insert(ns, (partition, e.to_string()));
+                            .insert(ns, (Some(partition), e.to_string()));
                         return Ok(());
                     }
                 }
