@@ -13,13 +13,15 @@
 //!
 //! ```text
 //! op body (little-endian)
-//!   0 u8 kind   1 append | 2 store offset | 3 delete offset
+//!   0 u8 kind   1 append | 2 store offset | 3 delete offset | 4 purge
 //!   append        1 u64 base offset   9.. the batch record (header, messages)
 //!   store offset  1 u8 consumer kind (1 consumer, 2 group)  2 u32 id  6 u64 offset
 //!   delete offset 1 u8 consumer kind  2 u32 id
+//!   purge         1 u64 purge generation (the metadata's, for the topic)
 //! result
 //!   0 u32 code (0 = done, else the wire error code)
-//!   done: append 4 u64 base offset | store offset 4 u8 caught up | delete: nothing
+//!   done: append 4 u64 base offset | store offset 4 u8 caught up
+//!         | delete, purge: nothing
 //! checkpoint state
 //!   0 u64 the log's next offset (the segments must hold everything below)
 //!   8 u32 n, then n stored consumer offsets in key order:
@@ -59,6 +61,7 @@ use crate::replicated::{
 const APPEND: u8 = 1;
 const STORE_OFFSET: u8 = 2;
 const DELETE_OFFSET: u8 = 3;
+const PURGE: u8 = 4;
 /// Bytes before the batch record in an append's body.
 pub const APPEND_PREFIX: usize = 9;
 
@@ -77,6 +80,11 @@ pub enum Command {
     DeleteOffset {
         consumer: ConsumerKey,
     },
+    /// Empties the partition as purge number `generation` (its log
+    /// restarts at its end; stored offsets go).
+    Purge {
+        generation: u64,
+    },
 }
 
 /// What a committed op did.
@@ -85,6 +93,7 @@ pub enum Applied {
     Appended { base_offset: Offset },
     Stored { caught_up: bool },
     Deleted,
+    Purged,
     Failed(ErrorCode),
 }
 
@@ -101,7 +110,7 @@ impl Applied {
                 out.extend_from_slice(&0u32.to_le_bytes());
                 out.push(u8::from(caught_up));
             }
-            Applied::Deleted => out.extend_from_slice(&0u32.to_le_bytes()),
+            Applied::Deleted | Applied::Purged => out.extend_from_slice(&0u32.to_le_bytes()),
         }
         out
     }
@@ -123,6 +132,7 @@ impl Applied {
                 caught_up: *rest.first()? != 0,
             }),
             Command::DeleteOffset { .. } => Some(Applied::Deleted),
+            Command::Purge { .. } => Some(Applied::Purged),
         }
     }
 }
@@ -161,6 +171,23 @@ pub fn encode_delete(consumer: ConsumerKey) -> Vec<u8> {
     out
 }
 
+pub fn encode_purge(generation: u64) -> Vec<u8> {
+    let mut out = vec![PURGE];
+    out.extend_from_slice(&generation.to_le_bytes());
+    out
+}
+
+/// The body of a command that is not an append (an append's body needs
+/// its base offset, which only the primary knows).
+pub fn encode_command(command: &Command) -> Option<Vec<u8>> {
+    match command {
+        Command::Append { .. } => None,
+        Command::StoreOffset { consumer, offset } => Some(encode_store(*consumer, *offset)),
+        Command::DeleteOffset { consumer } => Some(encode_delete(*consumer)),
+        Command::Purge { generation } => Some(encode_purge(*generation)),
+    }
+}
+
 /// A decoded op body; an append's record is `body[APPEND_PREFIX..]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoded {
@@ -174,6 +201,9 @@ pub enum Decoded {
     },
     DeleteOffset {
         consumer: ConsumerKey,
+    },
+    Purge {
+        generation: u64,
     },
 }
 
@@ -206,6 +236,9 @@ pub fn decode(body: &[u8]) -> Result<Decoded, String> {
         }),
         Some(&DELETE_OFFSET) if body.len() == 6 => Ok(Decoded::DeleteOffset {
             consumer: consumer()?,
+        }),
+        Some(&PURGE) if body.len() == 9 => Ok(Decoded::Purge {
+            generation: u64::from_le_bytes(fixed(1, 8)?.try_into().expect("8")),
         }),
         _ => Err(format!("unknown partition op of {} bytes", body.len())),
     }
@@ -442,6 +475,10 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
                     Err(e) => panic!("cannot apply committed offset store {}: {e}", entry.op),
                 }
             }
+            Decoded::Purge { generation } => match self.partition.apply_purge(generation).await {
+                Ok(_) => Applied::Purged,
+                Err(e) => panic!("cannot apply committed purge {}: {e}", entry.op),
+            },
             Decoded::DeleteOffset { consumer } => {
                 match self.partition.apply_delete_offset(consumer).await {
                     Ok(()) => Applied::Deleted,
@@ -620,8 +657,7 @@ impl<S: Storage> ReplicatedPartition<S> {
                 }
                 encode_append(self.head_offset(), record)
             }
-            Command::StoreOffset { consumer, offset } => encode_store(*consumer, *offset),
-            Command::DeleteOffset { consumer } => encode_delete(*consumer),
+            other => encode_command(other).expect("not an append"),
         };
         Ok(
             match self.submitter.submit(&mut self.group, body, now_us).await? {

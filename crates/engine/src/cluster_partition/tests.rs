@@ -212,6 +212,11 @@ fn given_each_op_when_encoded_should_match_the_documented_bytes() {
             offset: Offset(3)
         })
     );
+    assert_eq!(encode_purge(0x0102), [4, 2, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        decode(&encode_purge(7)),
+        Ok(Decoded::Purge { generation: 7 })
+    );
     assert!(decode(&[2, 2, 0]).is_err(), "cut short");
     assert!(decode(&[9]).is_err(), "unknown kind");
     let appended = Applied::Appended {
@@ -445,4 +450,63 @@ async fn given_a_peer_whose_retention_dropped_the_start_when_refilling_should_re
         cluster.messages(wiped).await,
         cluster.messages(primary).await
     );
+}
+
+#[compio::test]
+async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_offsets_growing() {
+    let mut cluster = Cluster::start().await;
+    for tag in 1..=3 {
+        let batch = record(tag, 3);
+        cluster
+            .submit(Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            })
+            .await
+            .expect("committed");
+    }
+    let stored = cluster
+        .submit(Command::StoreOffset {
+            consumer: (ConsumerKind::Consumer, 4),
+            offset: Offset(5),
+        })
+        .await;
+    assert_eq!(stored, Some(Applied::Stored { caught_up: true }));
+    let purged = cluster.submit(Command::Purge { generation: 1 }).await;
+    assert_eq!(purged, Some(Applied::Purged));
+    cluster.net.tick(10).await;
+    for id in 0..3 {
+        let partition = cluster.net.node(id).partition();
+        assert!(cluster.messages(id).await.is_empty(), "replica {id} is empty");
+        assert!(partition.consumer_offsets().is_empty());
+        assert_eq!(partition.purge_generation(), 1);
+        assert_eq!(partition.log().next_offset(), Offset(9), "offsets go on");
+    }
+    // The same generation again changes nothing; a new append goes on
+    // from the end.
+    let again = cluster.submit(Command::Purge { generation: 1 }).await;
+    assert_eq!(again, Some(Applied::Purged));
+    let batch = record(7, 2);
+    let applied = cluster
+        .submit(Command::Append {
+            range: 0..batch.len(),
+            buffer: batch,
+        })
+        .await;
+    assert_eq!(
+        applied,
+        Some(Applied::Appended {
+            base_offset: Offset(9)
+        })
+    );
+    // A backup restarted replays its journal across the purge: nothing
+    // comes back, nothing doubles.
+    let backup = (cluster.net.primary() + 1) % 3;
+    cluster.net.nodes[usize::from(backup)] = None;
+    cluster.open(backup).await;
+    cluster.net.tick(200).await;
+    let primary = cluster.net.primary();
+    let expected = cluster.messages(primary).await;
+    assert_eq!(expected.len(), 1);
+    assert_eq!(cluster.messages(backup).await, expected);
 }

@@ -575,11 +575,32 @@ impl<S: Storage> Partition<S> {
     /// offsets, then the generation recorded (last, so a crash before it
     /// makes the next open purge again).
     pub async fn purge(&self, generation: u64) -> Result<()> {
+        self.purge_from(generation, Offset::ZERO).await
+    }
+
+    /// Cluster mode: purge number `generation` as a committed op of the
+    /// partition's group. The log restarts empty at its end, so offsets
+    /// keep growing and the appends a journal replays after a restart are
+    /// still recognised as applied; a generation already carried out is a
+    /// no-op (returns false).
+    pub async fn apply_purge(&self, generation: u64) -> Result<bool> {
+        if generation <= self.purge_generation.get() {
+            return Ok(false);
+        }
+        self.purge_from(generation, self.log.next_offset()).await?;
+        Ok(true)
+    }
+
+    async fn purge_from(&self, generation: u64, start: Offset) -> Result<()> {
         assert!(
             generation >= self.purge_generation.get(),
             "purge generations never go back"
         );
-        self.log.purge().await?;
+        if start == Offset::ZERO {
+            self.log.purge().await?;
+        } else {
+            self.log.restart_at(start).await?;
+        }
         self.offsets.borrow_mut().clear();
         self.served.borrow_mut().clear();
         self.offsets_store.delete_all().await?;
