@@ -377,3 +377,71 @@ fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serv
         runtime.block_on(messages_on(tcp(&nodes, away), 1)) == expected
     });
 }
+
+/// A purge in a cluster: the metadata commits it and each partition's
+/// group carries it out as an op of its own on every node, so the messages
+/// and stored offsets go everywhere; offsets keep growing after it (the
+/// log restarts empty at its end), and a restart of every node neither
+/// brings messages back nor purges again.
+#[test]
+fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new_messages() {
+    let (mut nodes, leader, runtime) = cluster_with_orders();
+    runtime.block_on(async {
+        let tcp = tcp_of(&nodes, leader);
+        create_topic_t(tcp, 2).await;
+        send_to(tcp, 0, "old", 5).await.unwrap();
+        send_to(tcp, 1, "old", 4).await.unwrap();
+        let client = harness::sdk::root_client(tcp).await;
+        client
+            .store_consumer_offset(
+                &Consumer::new(harness::sdk::id(7)),
+                &harness::sdk::name("orders"),
+                &harness::sdk::name("t"),
+                Some(0),
+                3,
+            )
+            .await
+            .unwrap();
+        client
+            .purge_topic(&harness::sdk::name("orders"), &harness::sdk::name("t"))
+            .await
+            .unwrap();
+    });
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} serves a purged topic"), || {
+            (0..2).all(|p| {
+                runtime
+                    .block_on(messages_on(tcp_of(&nodes, i), p))
+                    .is_empty()
+            })
+        });
+    }
+    assert_eq!(
+        runtime.block_on(stored_offset_on(tcp_of(&nodes, leader), 7)),
+        None
+    );
+    runtime
+        .block_on(send_to(tcp_of(&nodes, leader), 0, "new", 3))
+        .unwrap();
+    let after = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
+    let offsets: Vec<u64> = after.iter().map(|(offset, _)| *offset).collect();
+    assert_eq!(offsets, [5, 6, 7], "offsets go on from the purged end");
+    for node in &mut nodes {
+        let (status, _) = node.server.take().unwrap().stop();
+        assert!(status.success(), "{status:?}");
+    }
+    for node in &mut nodes {
+        node.server = Some(TestServer::start(&node.workdir, &node.options));
+    }
+    for i in 0..nodes.len() {
+        eventually(
+            &format!("node {i} keeps the purge and the new messages"),
+            || {
+                runtime.block_on(messages_on(tcp_of(&nodes, i), 0)) == after
+                    && runtime
+                        .block_on(messages_on(tcp_of(&nodes, i), 1))
+                        .is_empty()
+            },
+        );
+    }
+}

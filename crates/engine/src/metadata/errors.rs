@@ -117,9 +117,6 @@ pub enum MetadataError {
     /// with this Iggy error code (nothing was committed).
     #[error("the metadata leader refused the operation (error {code})")]
     Forwarded { code: u32 },
-    /// Cluster mode: an operation this build does not replicate yet.
-    #[error("{what} is not available in cluster mode yet")]
-    NotInCluster { what: &'static str },
 }
 
 impl MetadataError {
@@ -163,7 +160,6 @@ impl MetadataError {
             E::NotCommitted => 57,
             E::NotPrimary { .. } => 58,
             E::Forwarded { code } => *code,
-            E::NotInCluster { .. } => 5, // FeatureUnavailable
         }
     }
 }

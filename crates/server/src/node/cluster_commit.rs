@@ -319,18 +319,6 @@ impl Task {
         op: MetadataOp,
         reply: TxOneshot<CommitResult>,
     ) -> Result<Vec<Effect>, GroupError> {
-        // A purge resets partition offsets outside the partition groups'
-        // order; replicating it needs a partition op of its own.
-        if matches!(
-            op.kind,
-            OpKind::PurgeStream { .. } | OpKind::PurgeTopic { .. }
-        ) {
-            let refused = MetadataError::NotInCluster {
-                what: "purging a stream or topic",
-            };
-            answer(reply, Err(refused), 0);
-            return Ok(Vec::new());
-        }
         let forwardable = matches!(
             op.kind,
             OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }

@@ -42,7 +42,7 @@ use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx};
 use engine::cluster_partition::{
     APPEND_PREFIX, Applied, Command, Decoded, Fetched, LogSource, ReplicatedPartition, Submit,
-    decode, encode_append, encode_delete, encode_store, serve_fetch,
+    decode, encode_append, encode_command, serve_fetch,
 };
 use engine::partition::Partition;
 use engine::replicated::{Effect, GroupError, Placement};
@@ -62,6 +62,9 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Committed ops between a partition group's checkpoints: the replica
 /// keeps the ops above its checkpoint in memory, batches included.
 const CHECKPOINT_INTERVAL: u64 = 256;
+/// How often a primary proposes a purge the metadata committed and the
+/// group has not carried out yet.
+const PURGE_RETRY: Duration = Duration::from_secs(1);
 /// Bytes of batches a peer sends per log fetch (at least one batch).
 const FETCH_CHUNK_BYTES: u64 = 1 << 20;
 /// How long a log fetch waits for a peer's chunk before asking another.
@@ -96,6 +99,9 @@ pub struct PartitionReplica {
     tx: MAsyncTx<Array<Input>>,
     pub incarnation: u64,
     fetch: Rc<Fetch>,
+    /// The highest purge generation the metadata committed for this
+    /// partition; the group's primary proposes it until it is carried out.
+    wanted_purge: Rc<Cell<u64>>,
     /// Raised when the handle drops (the partition was deleted or the
     /// shard stops): the tick ends, and so does the task once its queue
     /// is drained.
@@ -159,6 +165,7 @@ impl PartitionReplica {
             outbox.send(envelope.to, ns, incarnation, envelope.message);
         }));
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
+        let wanted_purge = Rc::new(Cell::new(0));
         let stopped = Rc::new(Cell::new(false));
         let ticks = tx.clone();
         let ticking = stopped.clone();
@@ -186,12 +193,15 @@ impl PartitionReplica {
             remote: BTreeMap::new(),
             stopped: stopped.clone(),
             tick_queued,
+            wanted_purge: wanted_purge.clone(),
+            purge_proposed: None,
         };
         compio::runtime::spawn(task.run(rx)).detach();
         Ok(PartitionReplica {
             tx,
             incarnation,
             fetch,
+            wanted_purge,
             stopped,
         })
     }
@@ -207,6 +217,13 @@ impl PartitionReplica {
         }
         rx.await
             .unwrap_or(Outcome::Refused(ErrorCode::TransientNotCommitted))
+    }
+
+    /// The metadata committed purge number `generation`: the group's
+    /// primary proposes it (again each second) until it is carried out.
+    pub fn request_purge(&self, generation: u64) {
+        self.wanted_purge
+            .set(self.wanted_purge.get().max(generation));
     }
 
     /// Proposes a change without waiting for it (a poll's auto-commit).
@@ -373,6 +390,9 @@ struct Task {
     stopped: Rc<Cell<bool>>,
     /// A tick waits in the queue (the ticker queues one at a time).
     tick_queued: Rc<Cell<bool>>,
+    wanted_purge: Rc<Cell<u64>>,
+    /// When this primary last proposed the wanted purge.
+    purge_proposed: Option<Instant>,
 }
 
 impl Task {
@@ -387,7 +407,13 @@ impl Task {
                 Input::Tick => {
                     self.tick_queued.set(false);
                     self.expire_forwards();
-                    self.group.on_tick().await
+                    match self.propose_wanted_purge().await {
+                        Ok(mut effects) => self.group.on_tick().await.map(|more| {
+                            effects.extend(more);
+                            effects
+                        }),
+                        Err(e) => Err(e),
+                    }
                 }
                 Input::Frame(from, message) => self.on_message(from, message).await,
                 Input::Submit(command, reply) => self.on_submit(command, reply).await,
@@ -426,6 +452,26 @@ impl Task {
         self.shared.send(to, self.ns, self.incarnation, message);
     }
 
+    /// Primary: proposes the purge the metadata committed, if the group
+    /// has not carried it out (at most once per `PURGE_RETRY`).
+    async fn propose_wanted_purge(&mut self) -> Result<Vec<Effect>, GroupError> {
+        let generation = self.wanted_purge.get();
+        let replica = self.group.group().replica();
+        let due = self
+            .purge_proposed
+            .is_none_or(|at| at.elapsed() >= PURGE_RETRY);
+        if generation <= self.group.partition().purge_generation()
+            || !replica.is_primary()
+            || replica.status() != consensus::vsr::Status::Normal
+            || !due
+        {
+            return Ok(Vec::new());
+        }
+        self.purge_proposed = Some(Instant::now());
+        let (reply, _) = oneshot();
+        self.on_submit(Command::Purge { generation }, reply).await
+    }
+
     async fn on_submit(
         &mut self,
         command: Command,
@@ -461,8 +507,7 @@ impl Task {
                     return;
                 }
             },
-            Command::StoreOffset { consumer, offset } => encode_store(*consumer, *offset),
-            Command::DeleteOffset { consumer } => encode_delete(*consumer),
+            other => encode_command(other).expect("not an append"),
         };
         let nonce = self.next_nonce;
         self.next_nonce += 1;
@@ -517,6 +562,7 @@ impl Task {
                 Command::StoreOffset { consumer, offset }
             }
             Ok(Decoded::DeleteOffset { consumer }) => Command::DeleteOffset { consumer },
+            Ok(Decoded::Purge { generation }) => Command::Purge { generation },
             Err(e) => {
                 warn!(
                     peer = origin,
@@ -629,6 +675,7 @@ impl Task {
                 }
             }
             Command::DeleteOffset { .. } => Applied::Deleted,
+            Command::Purge { .. } => Applied::Purged,
         };
         Outcome::Done {
             applied,

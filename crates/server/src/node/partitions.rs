@@ -270,7 +270,14 @@ impl Node {
         }
         let options = self.partition_options(addr, options);
         let durability = options.durability;
-        let opened = Partition::open(RealStorage, &dir, options, purge_generation).await?;
+        // In a cluster a committed purge is the partition group's op
+        // (`PartitionReplica::request_purge`), never carried out locally.
+        let local_purge = if self.ctx.cluster.is_some() {
+            0
+        } else {
+            purge_generation
+        };
+        let opened = Partition::open(RealStorage, &dir, options, local_purge).await?;
         if !opened.report.truncated.is_empty() {
             warn!(dir = %dir.display(), truncated = ?opened.report.truncated, "recovered a partition with a torn tail");
         }
@@ -282,7 +289,9 @@ impl Node {
         }
         self.publish_initialization(addr).await?;
         self.adopt_partition(addr, opened.partition, durability, false)
-            .await
+            .await?;
+        self.request_purge(addr.ns(), purge_generation);
+        Ok(())
     }
 
     /// Cluster mode: the incarnation of a partition (its `created_at_us`)
@@ -324,6 +333,19 @@ impl Node {
         self.publish_initialization(addr).await?;
         self.adopt_partition(addr, partition, durability, true)
             .await
+    }
+
+    /// Cluster mode: asks the partition's group to carry out purge number
+    /// `generation` (a no-op for one it carried out).
+    fn request_purge(&self, ns: u64, generation: u64) {
+        if generation == 0 {
+            return;
+        }
+        if let Some(owned) = self.partitions.borrow().get(&ns)
+            && let Some(replica) = &owned.replica
+        {
+            replica.request_purge(generation);
+        }
     }
 
     /// `<data>/partition-initialization/<namespace>/created.revision`: the
@@ -595,7 +617,9 @@ fn replicated_reply(outcome: Outcome) -> PartitionReply {
                     caught_up,
                     committed,
                 },
-                Applied::Deleted => PartitionReply::Deleted(committed),
+                // Purges are proposed by the group's primary, never by a
+                // client request that waits for this reply.
+                Applied::Deleted | Applied::Purged => PartitionReply::Deleted(committed),
                 Applied::Failed(code) => PartitionReply::Failed(code),
             }
         }
@@ -764,8 +788,14 @@ impl OwnedPartition {
         Ok(PartitionReply::Done)
     }
 
-    /// Purge number `generation` (see `engine::partition`).
+    /// Purge number `generation` (see `engine::partition`); in a cluster
+    /// the partition's group carries it out as an op of its own, as soon
+    /// as its primary proposes it.
     pub(super) async fn purge(&self, generation: u64) -> Result<(), PartitionError> {
+        if let Some(replica) = &self.replica {
+            replica.request_purge(generation);
+            return Ok(());
+        }
         self.partition.purge(generation).await?;
         self.publish_stats();
         Ok(())
