@@ -467,6 +467,12 @@ impl VsrReplica {
         self.commit_min
     }
 
+    /// The latest request of `client` this replica applied (its client
+    /// table), with the op it committed at.
+    pub fn committed_request(&self, client: ClientId) -> Option<(RequestNumber, Op)> {
+        self.clients.get(&client).copied()
+    }
+
     /// The entry at `op`, if the log holds it.
     pub fn entry(&self, op: Op) -> Option<&Entry> {
         let index = usize::try_from(op.0.checked_sub(self.log_start.0)?).ok()?;

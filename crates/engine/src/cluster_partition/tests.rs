@@ -477,7 +477,10 @@ async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_off
     cluster.net.tick(10).await;
     for id in 0..3 {
         let partition = cluster.net.node(id).partition();
-        assert!(cluster.messages(id).await.is_empty(), "replica {id} is empty");
+        assert!(
+            cluster.messages(id).await.is_empty(),
+            "replica {id} is empty"
+        );
         assert!(partition.consumer_offsets().is_empty());
         assert_eq!(partition.purge_generation(), 1);
         assert_eq!(partition.log().next_offset(), Offset(9), "offsets go on");

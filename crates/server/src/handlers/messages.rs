@@ -118,7 +118,8 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
 /// Runs a partition write at most once per request number (binary
 /// protocol §7.4.2): a retry of a completed one gets the same reply bytes
 /// (the same offsets), never a second append. A failure changed nothing,
-/// so it releases the request for a retry. `run` does nothing until polled,
+/// so it releases the request for a retry, except 57 (it may have
+/// committed), which every retry gets again. `run` does nothing until polled,
 /// which happens only after admission. The reply carries the op the
 /// partition's group numbered the write and its commit point.
 async fn write_once(
@@ -135,6 +136,13 @@ async fn write_once(
                 .op(committed.op.0)
                 .commit(committed.commit.0)
                 .success(&payload);
+            write::complete(call, call.node().metadata_commit(), Some(reply.clone()));
+            Reply::frame(reply)
+        }
+        // It may have committed (replication spec §7.2): a replay of this
+        // request gets this same answer and never runs it again.
+        Err(ErrorCode::TransientNotCommitted) => {
+            let reply = call.builder().rejection(ErrorCode::TransientNotCommitted);
             write::complete(call, call.node().metadata_commit(), Some(reply.clone()));
             Reply::frame(reply)
         }

@@ -10,9 +10,17 @@
 //! `view mod n`, spec §4.5) and answers its client when the primary's
 //! `ForwardReply` says the op committed (this replica applies it with the
 //! next commit it hears of: a read here right after may not see it yet, as
-//! any read of a backup's applied state, spec §4.4); no answer in 5 s, or a
-//! primary that left its view, answers 57 (retry). A primary that leaves
-//! its view answers what it had in flight with 57.
+//! any read of a backup's applied state, spec §4.4).
+//!
+//! What the answer codes promise (replication spec §7.2; the SDK replays a
+//! send on the same connection after either): 58 only for a submission
+//! that provably never entered a pipeline or that the group's log provably
+//! dropped, so a replay runs it once; 57 when it may still have committed,
+//! and the session layer then answers every replay with that same 57
+//! instead of running it again. A submission whose primary left its view
+//! (or whose forward went unanswered) is in doubt: it waits until this
+//! replica is normal in a later view and its log shows the op (it will
+//! commit: the answer follows) or not (58), at most 30 s (then 57).
 //!
 //! A replica given a checkpoint above its log (a wiped node, or one that
 //! fell behind every peer's journal) refills the gap from its peers'
@@ -57,8 +65,17 @@ use super::process_stats::now_us;
 
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
-/// How long a forwarded submission waits for the primary's answer.
+/// How long a forwarded submission waits for the primary's answer before
+/// it is in doubt.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an in-doubt submission waits for its fate before it is
+/// answered 57 (may have committed).
+const DOUBT_MAX: Duration = Duration::from_secs(30);
+/// Provably never in a pipeline, or provably dropped by the group's log:
+/// a replay runs it once.
+const NOT_ACCEPTED: ErrorCode = ErrorCode::TransientNotAccepted;
+/// It may have committed: never run again.
+const UNKNOWN: ErrorCode = ErrorCode::TransientNotCommitted;
 /// Committed ops between a partition group's checkpoints: the replica
 /// keeps the ops above its checkpoint in memory, batches included.
 const CHECKPOINT_INTERVAL: u64 = 256;
@@ -191,6 +208,7 @@ impl PartitionReplica {
             forwards: BTreeMap::new(),
             next_nonce: 1,
             remote: BTreeMap::new(),
+            in_doubt: BTreeMap::new(),
             stopped: stopped.clone(),
             tick_queued,
             wanted_purge: wanted_purge.clone(),
@@ -213,10 +231,9 @@ impl PartitionReplica {
         if let Err(e) = self.tx.try_send(Input::Submit(command, reply))
             && let Input::Submit(_, reply) = e.into_inner()
         {
-            reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            reply.send(Outcome::Refused(NOT_ACCEPTED));
         }
-        rx.await
-            .unwrap_or(Outcome::Refused(ErrorCode::TransientNotCommitted))
+        rx.await.unwrap_or(Outcome::Refused(UNKNOWN))
     }
 
     /// The metadata committed purge number `generation`: the group's
@@ -375,6 +392,22 @@ impl Fetch {
 /// with what was asked.
 type Origin = (ReplicaId, u64);
 
+/// When and where a submission was forwarded.
+#[derive(Debug, Clone, Copy)]
+struct Forwarded {
+    view: View,
+    sent: Instant,
+    /// The op that carries it lies above this (every commit point only
+    /// grows), so a log whose checkpoint is not above it would hold it.
+    commit: Op,
+}
+
+/// Whom an in-doubt submission answers.
+enum Doubted {
+    Local(Command, TxOneshot<Outcome>),
+    Remote(Origin),
+}
+
 struct Task {
     shared: Arc<ClusterShared>,
     ns: u64,
@@ -382,11 +415,16 @@ struct Task {
     group: ReplicatedPartition<RealStorage>,
     /// Submissions prepared here, by request number.
     waiters: BTreeMap<RequestNumber, (View, Command, TxOneshot<Outcome>)>,
-    /// Submissions forwarded to the primary, by nonce.
-    forwards: BTreeMap<u64, (View, Instant, Command, TxOneshot<Outcome>)>,
+    /// Submissions forwarded to the primary, by nonce: the view, when they
+    /// were sent and this replica's commit point then.
+    forwards: BTreeMap<u64, (Forwarded, Command, TxOneshot<Outcome>)>,
     next_nonce: u64,
     /// Primary: submissions forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, Origin>,
+    /// Submissions prepared here whose primary left its view, waiting for
+    /// their fate (see the module docs): the view they were prepared in
+    /// and since when.
+    in_doubt: BTreeMap<RequestNumber, (View, Instant, Doubted)>,
     stopped: Rc<Cell<bool>>,
     /// A tick waits in the queue (the ticker queues one at a time).
     tick_queued: Rc<Cell<bool>>,
@@ -485,7 +523,7 @@ impl Task {
             }
             Submit::Rejected(code) => reply.send(Outcome::Refused(code)),
             Submit::NotPrimary { view } => self.forward(view, command, reply),
-            Submit::Busy => reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted)),
+            Submit::Busy => reply.send(Outcome::Refused(NOT_ACCEPTED)),
         }
         Ok(Vec::new())
     }
@@ -496,7 +534,7 @@ impl Task {
         let primary = (view.0 % u32::from(self.shared.replicas)) as u8;
         if primary == self.shared.replica {
             // The primary-elect of a view not started yet.
-            reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            reply.send(Outcome::Refused(NOT_ACCEPTED));
             return;
         }
         let body = match &command {
@@ -511,10 +549,12 @@ impl Task {
         };
         let nonce = self.next_nonce;
         self.next_nonce += 1;
-        self.forwards.insert(
-            nonce,
-            (view, Instant::now() + FORWARD_TIMEOUT, command, reply),
-        );
+        let forwarded = Forwarded {
+            view,
+            sent: Instant::now(),
+            commit: self.group.group().replica().commit_min(),
+        };
+        self.forwards.insert(nonce, (forwarded, command, reply));
         self.send(primary, Message::ForwardRequest { view, nonce, body });
     }
 
@@ -530,7 +570,7 @@ impl Task {
             Message::ForwardReply {
                 nonce, op, code, ..
             } => {
-                if let Some((_, _, command, reply)) = self.forwards.remove(&nonce) {
+                if let Some((_, command, reply)) = self.forwards.remove(&nonce) {
                     if code == 0 {
                         let commit = self.group.group().replica().commit_max().max(op);
                         reply.send(self.forwarded_outcome(op, commit, &command));
@@ -581,8 +621,8 @@ impl Task {
             }
             Submit::Rejected(code) => code,
             // Never re-forwarded: the origin tries again.
-            Submit::NotPrimary { .. } => ErrorCode::TransientNotAccepted,
-            Submit::Busy => ErrorCode::TransientNotCommitted,
+            Submit::NotPrimary { .. } => NOT_ACCEPTED,
+            Submit::Busy => NOT_ACCEPTED,
         };
         self.send(origin, forward_reply(view, nonce, Op::ZERO, refusal as u32));
         Ok(Vec::new())
@@ -600,23 +640,40 @@ impl Task {
                     result,
                 } if to == client => {
                     let commit = self.group.group().replica().commit_max();
-                    if let Some((_, command, reply)) = self.waiters.remove(&request) {
-                        let outcome = match Applied::decode(&command, &result) {
-                            Some(applied) => Outcome::Done {
-                                applied,
-                                op,
-                                commit,
-                            },
-                            None => Outcome::Refused(ErrorCode::TransientNotCommitted),
-                        };
-                        reply.send(outcome);
-                    } else if let Some((origin, nonce)) = self.remote.remove(&request) {
-                        let code = match result.first_chunk::<4>() {
-                            Some(code) => u32::from_le_bytes(*code),
-                            None => ErrorCode::TransientNotCommitted as u32,
-                        };
-                        let view = self.group.group().replica().view();
-                        self.send(origin, forward_reply(view, nonce, op, code));
+                    let local = self.waiters.remove(&request).map(|(_, c, r)| (c, r));
+                    let remote = self.remote.remove(&request);
+                    let doubted = self.in_doubt.remove(&request).map(|(_, _, d)| d);
+                    let answer = match (local, remote, doubted) {
+                        (Some((command, reply)), _, _)
+                        | (_, _, Some(Doubted::Local(command, reply))) => {
+                            Some(Doubted::Local(command, reply))
+                        }
+                        (_, Some(origin), _) | (_, _, Some(Doubted::Remote(origin))) => {
+                            Some(Doubted::Remote(origin))
+                        }
+                        _ => None,
+                    };
+                    match answer {
+                        Some(Doubted::Local(command, reply)) => {
+                            let outcome = match Applied::decode(&command, &result) {
+                                Some(applied) => Outcome::Done {
+                                    applied,
+                                    op,
+                                    commit,
+                                },
+                                None => Outcome::Refused(UNKNOWN),
+                            };
+                            reply.send(outcome);
+                        }
+                        Some(Doubted::Remote((origin, nonce))) => {
+                            let code = match result.first_chunk::<4>() {
+                                Some(code) => u32::from_le_bytes(*code),
+                                None => UNKNOWN as u32,
+                            };
+                            let view = self.group.group().replica().view();
+                            self.send(origin, forward_reply(view, nonce, op, code));
+                        }
+                        None => {}
                     }
                 }
                 Effect::Reply { .. } => {}
@@ -624,12 +681,13 @@ impl Task {
         }
     }
 
-    /// After every input: end what a primary that left its view had in
-    /// flight.
+    /// After every input: what a primary that left its view had in flight
+    /// is in doubt; in-doubt submissions whose fate is known are answered.
     fn settle(&mut self) {
         let replica = self.group.group().replica();
         let current = replica.view();
         let primary = replica.is_primary();
+        let now = Instant::now();
         let stale: Vec<RequestNumber> = self
             .waiters
             .iter()
@@ -637,14 +695,76 @@ impl Task {
             .map(|(request, _)| *request)
             .collect();
         for request in stale {
-            if let Some((_, _, reply)) = self.waiters.remove(&request) {
-                reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+            if let Some((view, command, reply)) = self.waiters.remove(&request) {
+                let doubted = Doubted::Local(command, reply);
+                self.in_doubt.insert(request, (view, now, doubted));
             }
         }
         if !primary {
-            let code = ErrorCode::TransientNotCommitted as u32;
-            for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
-                self.send(origin, forward_reply(current, nonce, Op::ZERO, code));
+            for (request, origin) in std::mem::take(&mut self.remote) {
+                // Prepared in a view before this one at the latest.
+                let view = View(current.0.saturating_sub(1));
+                self.in_doubt
+                    .insert(request, (view, now, Doubted::Remote(origin)));
+            }
+        }
+        self.resolve_doubts(now);
+    }
+
+    /// Answers in-doubt submissions whose fate this replica can tell: in a
+    /// later view, normal, with every entry above its commit point at hand,
+    /// a request of this node's client missing from them was dropped (58;
+    /// one that committed was answered when applied). Past `DOUBT_MAX`, or
+    /// after a state transfer skipped ops this replica never applied, 57.
+    fn resolve_doubts(&mut self, now: Instant) {
+        if self.in_doubt.is_empty() {
+            return;
+        }
+        let replica = self.group.group().replica();
+        let client = self.group.client();
+        let held = (replica.status() == consensus::vsr::Status::Normal).then(|| {
+            let mut held = std::collections::BTreeSet::new();
+            let mut op = replica.commit_min().0 + 1;
+            while op <= replica.head().0 {
+                let entry = replica.entry(Op(op))?;
+                if entry.client == client {
+                    held.insert(entry.request);
+                }
+                op += 1;
+            }
+            Some(held)
+        });
+        let committed = replica
+            .committed_request(client)
+            .map(|(request, _)| request);
+        let current = replica.view();
+        let mut answers = Vec::new();
+        for (&request, (view, since, _)) in &self.in_doubt {
+            let code = match &held {
+                Some(Some(held)) if *view < current && !held.contains(&request) => {
+                    // Applied ops produced their answers; one a transfer
+                    // skipped would show in the client table as committed
+                    // at or past this request.
+                    if committed.is_some_and(|c| c >= request) {
+                        UNKNOWN
+                    } else {
+                        NOT_ACCEPTED
+                    }
+                }
+                _ if now.duration_since(*since) >= DOUBT_MAX => UNKNOWN,
+                _ => continue,
+            };
+            answers.push((request, code));
+        }
+        for (request, code) in answers {
+            let Some((_, _, doubted)) = self.in_doubt.remove(&request) else {
+                continue;
+            };
+            match doubted {
+                Doubted::Local(_, reply) => reply.send(Outcome::Refused(code)),
+                Doubted::Remote((origin, nonce)) => {
+                    self.send(origin, forward_reply(current, nonce, Op::ZERO, code as u32));
+                }
             }
         }
     }
@@ -684,34 +804,110 @@ impl Task {
         }
     }
 
-    /// Forwarded submissions the primary did not answer in time, or whose
-    /// primary was replaced since: retry (57).
+    /// Forwarded submissions the primary did not answer in
+    /// `FORWARD_TIMEOUT`, or whose primary was replaced since, are in doubt
+    /// until this replica, normal in a later view with every entry since
+    /// its checkpoint at hand, finds the op in its log (committed: done;
+    /// not yet: wait) or not (58); past `DOUBT_MAX`, 57.
     fn expire_forwards(&mut self) {
         let now = Instant::now();
-        let current = self.group.group().replica().view();
-        let expired: Vec<u64> = self
-            .forwards
-            .iter()
-            .filter(|(_, (view, deadline, _, _))| *deadline <= now || *view < current)
-            .map(|(nonce, _)| *nonce)
-            .collect();
-        for nonce in expired {
-            if let Some((_, _, _, reply)) = self.forwards.remove(&nonce) {
-                reply.send(Outcome::Refused(ErrorCode::TransientNotCommitted));
+        let replica = self.group.group().replica();
+        let current = replica.view();
+        let normal = replica.status() == consensus::vsr::Status::Normal;
+        let mut answers = Vec::new();
+        for (&nonce, (forwarded, command, _)) in &self.forwards {
+            let sent = &forwarded.sent;
+            let overdue = now.duration_since(*sent) >= FORWARD_TIMEOUT || forwarded.view < current;
+            if !overdue {
+                continue;
+            }
+            let fate = if normal && forwarded.view < current {
+                find_in_log(replica, command, forwarded.commit)
+            } else {
+                Fate::Unknown
+            };
+            let outcome = match fate {
+                Fate::Committed(op) => self.forwarded_outcome(op, replica.commit_max(), command),
+                Fate::Dropped => Outcome::Refused(NOT_ACCEPTED),
+                Fate::Pending => continue,
+                Fate::Unknown if now.duration_since(*sent) >= DOUBT_MAX => {
+                    Outcome::Refused(UNKNOWN)
+                }
+                Fate::Unknown => continue,
+            };
+            answers.push((nonce, outcome));
+        }
+        for (nonce, outcome) in answers {
+            if let Some((_, _, reply)) = self.forwards.remove(&nonce) {
+                reply.send(outcome);
             }
         }
     }
 
-    /// The group stopped: everything in flight is answered 57.
+    /// The group stopped: everything in flight may have committed (57).
     fn refuse_all(&mut self) {
-        let refused = || Outcome::Refused(ErrorCode::TransientNotCommitted);
+        let refused = || Outcome::Refused(UNKNOWN);
         for (_, (_, _, reply)) in std::mem::take(&mut self.waiters) {
             reply.send(refused());
         }
-        for (_, (_, _, _, reply)) in std::mem::take(&mut self.forwards) {
+        for (_, (_, _, reply)) in std::mem::take(&mut self.forwards) {
             reply.send(refused());
         }
+        for (_, (_, _, doubted)) in std::mem::take(&mut self.in_doubt) {
+            if let Doubted::Local(_, reply) = doubted {
+                reply.send(refused());
+            }
+        }
     }
+}
+
+/// What a replica's log says of a forwarded submission.
+enum Fate {
+    /// An entry with its content committed at this op.
+    Committed(Op),
+    /// An entry with its content waits above the commit point.
+    Pending,
+    /// The log since the checkpoint is whole and holds no such entry.
+    Dropped,
+    /// The log cannot tell (an entry missing here, or ops below the
+    /// checkpoint that it no longer holds).
+    Unknown,
+}
+
+/// Looks for the submission by content in the replica's log since its
+/// checkpoint: a forwarded op was prepared under the primary's client, so
+/// its request number is not known here. (An append's batch is unique in
+/// practice: its message ids; an identical offset op means the same.)
+fn find_in_log(replica: &consensus::vsr::VsrReplica, command: &Command, floor: Op) -> Fate {
+    let wanted: Vec<u8> = match command {
+        Command::Append { buffer, range } => match buffer.get(range.clone()) {
+            Some(record) => record.to_vec(),
+            None => return Fate::Unknown,
+        },
+        other => encode_command(other).expect("not an append"),
+    };
+    let matches = |body: &[u8]| match command {
+        Command::Append { .. } => body.get(APPEND_PREFIX..) == Some(&wanted[..]) && body[0] == 1,
+        _ => body == &wanted[..],
+    };
+    let start = replica.checkpoint_op().0.max(1);
+    for op in start..=replica.head().0 {
+        let Some(entry) = replica.entry(Op(op)) else {
+            return Fate::Unknown;
+        };
+        if matches(&entry.body) {
+            return if Op(op) <= replica.commit_min() {
+                Fate::Committed(Op(op))
+            } else {
+                Fate::Pending
+            };
+        }
+    }
+    // The op could lie below the checkpoint, where the log no longer looks.
+    if replica.checkpoint_op() > floor {
+        return Fate::Unknown;
+    }
+    Fate::Dropped
 }
 
 fn forward_reply(view: View, nonce: u64, op: Op, code: u32) -> Message {

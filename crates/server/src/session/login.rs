@@ -2,6 +2,8 @@
 //! session number, reply. Failures are Eviction frames; the connection stays
 //! open so the client may try again.
 
+use engine::metadata::MetadataError;
+use protocol::ErrorCode;
 use protocol::header::{EvictionReason, RequestHeader};
 use protocol::reply::{ReplyBuilder, eviction};
 use protocol::requests::{LoginCredentials, LoginRequest, PROTOCOL_VERSION};
@@ -67,6 +69,20 @@ impl Session {
             .await
         {
             Ok(bound) => bound,
+            // Cluster mode: the Register is not committed yet, or this
+            // node cannot reach the leader: retryable, never a verdict on
+            // the credentials (the SDK forgets them on 42).
+            Err(e @ (MetadataError::NotCommitted | MetadataError::NotPrimary { .. })) => {
+                info!(peer = %self.peer, "login not committed, retry: {e}");
+                let code =
+                    ErrorCode::from_u32(e.code()).unwrap_or(ErrorCode::TransientNotCommitted);
+                return Reply::frame(ReplyBuilder::for_request(header).rejection(code));
+            }
+            Err(MetadataError::Forwarded { code }) if code == 57 || code == 58 => {
+                info!(peer = %self.peer, "login not committed by the leader, retry ({code})");
+                let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::TransientNotCommitted);
+                return Reply::frame(ReplyBuilder::for_request(header).rejection(code));
+            }
             Err(e) => {
                 // The user went away between the credential check and the
                 // commit of its Register.
