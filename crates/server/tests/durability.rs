@@ -403,6 +403,31 @@ async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_par
             && log.contains(&partition_zero.display().to_string()),
         "the refusal names the directory"
     );
+    // The refusal is fenced: a directory that appears there later (an
+    // empty one here) is not taken for the partition's history.
+    drop(client);
+    let (status, _) = server.stop();
+    assert!(status.success());
+    let fences = std::fs::read_dir(&records)
+        .unwrap()
+        .filter(|ns| ns.as_ref().unwrap().path().join("retirement.fence").exists())
+        .count();
+    assert_eq!(fences, 1, "the lost partition only");
+    std::fs::create_dir_all(&partition_zero).unwrap();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    let refused = client
+        .send_messages(
+            &name("lost"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .expect_err("a retired partition stays refused");
+    assert_eq!(refused.as_code(), 3004, "{refused}");
+    let log = std::fs::read_to_string(workdir.data().join("logs/iggy-server.log")).unwrap();
+    assert!(log.contains("retirement.fence"), "the refusal names the fence");
     // Deleting the topic drops it and its records; a new topic serves.
     client
         .delete_topic(&name("lost"), &name("t"))

@@ -163,6 +163,8 @@ pub struct OwnedPartition {
 /// directory holds (a counter file, `storage::counter_file`): a directory
 /// of an older incarnation is removed before the new one is created.
 pub const CREATED_REVISION_FILE: &str = "created.revision";
+/// The fence of a partition refused for lost history (single node).
+pub const RETIREMENT_FENCE_FILE: &str = "retirement.fence";
 
 /// How much later than this process's start a create must be stamped for
 /// the node to count as up when it committed (clock skew between nodes).
@@ -233,17 +235,35 @@ impl Node {
         // A single node that initialized this partition and lost its
         // directory has nobody to refill it from: it refuses to serve it
         // rather than start it empty (a cluster node refills it).
-        if self.ctx.cluster.is_none() && self.lost_history(addr).await {
-            let reason = format!(
-                "the partition directory {} is missing, but this node initialized the partition \
-                 ({}): its history is lost; restore the directory from a backup, or delete the \
-                 partition (or its topic) to drop it",
-                dir.display(),
-                self.initialization_record(addr).display()
-            );
-            error!(?addr, "refusing to serve this partition: {reason}");
-            self.fenced.borrow_mut().insert(addr.ns(), (None, reason));
-            return Ok(());
+        // Once refused, it stays refused (its retirement fence) even if a
+        // directory appears there later: only a delete clears it.
+        if self.ctx.cluster.is_none() {
+            let reason = if self.retired(addr).await {
+                Some(format!(
+                    "the partition's history was lost earlier and it is retired ({}), so the \
+                     directory {} is not its history; restore the directory from a backup and \
+                     remove the fence only if the backup holds everything acknowledged, or \
+                     delete the partition (or its topic) to drop it",
+                    self.retirement_fence(addr).display(),
+                    dir.display()
+                ))
+            } else if self.lost_history(addr).await {
+                self.retire(addr).await?;
+                Some(format!(
+                    "the partition directory {} is missing, but this node initialized the \
+                     partition ({}): its history is lost; restore the directory from a backup, \
+                     or delete the partition (or its topic) to drop it",
+                    dir.display(),
+                    self.initialization_record(addr).display()
+                ))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                error!(?addr, "refusing to serve this partition: {reason}");
+                self.fenced.borrow_mut().insert(addr.ns(), (None, reason));
+                return Ok(());
+            }
         }
         // A cluster node that missed a delete and re-create of this
         // partition holds an older incarnation's directory: it is removed
@@ -392,6 +412,31 @@ impl Node {
             .ok()
             .flatten();
         held.is_some() && held == self.incarnation(addr) && !self.partition_dir(addr).exists()
+    }
+
+    /// Single node: the fence that keeps a partition whose history was lost
+    /// offline on every later boot (`retirement.fence`, beside its
+    /// initialization record; it holds the retired incarnation).
+    fn retirement_fence(&self, addr: PartitionAddr) -> std::path::PathBuf {
+        self.initialization_record(addr)
+            .with_file_name(RETIREMENT_FENCE_FILE)
+    }
+
+    /// Whether the partition's current incarnation is fenced off.
+    async fn retired(&self, addr: PartitionAddr) -> bool {
+        let fence = storage::counter_file::load(&RealStorage, &self.retirement_fence(addr))
+            .await
+            .ok()
+            .flatten();
+        fence.is_some() && fence == self.incarnation(addr)
+    }
+
+    /// Writes the fence (durably, before the refusal is reported).
+    async fn retire(&self, addr: PartitionAddr) -> Result<(), StorageError> {
+        let Some(incarnation) = self.incarnation(addr) else {
+            return Ok(());
+        };
+        storage::counter_file::store(&RealStorage, &self.retirement_fence(addr), incarnation).await
     }
 
     /// A deleted partition's record goes with it.
