@@ -13,9 +13,11 @@
 //!  32  u64 batch_length      256 + frame bytes
 //!  40  u64 batch_checksum    see `batch_checksum`
 //!  48  u32 message_count
-//!  52  u32 key_id            0 = plaintext; n = frames encrypted at rest
-//!                            under key n of the data directory's key check
-//!                            file (`engine::encryption`); producers send 0
+//!  52  u32 key_id            0 = plaintext; otherwise frames encrypted at
+//!                            rest: bits 0-23 the key's id in the data
+//!                            directory's key check file, bits 24-31 the
+//!                            sealed layout (`engine::encryption::SealMark`);
+//!                            producers send 0
 //!  56  200 reserved, zero
 //!
 //! message header

@@ -311,3 +311,118 @@ async fn given_sdk_client_side_encryption_should_round_trip_through_an_encryptin
         "the server returns the client's ciphertext, not plaintext"
     );
 }
+
+/// Raw SendMessages of `record` to partition 0 of s/t; returns the status.
+fn raw_send(stream: &mut std::net::TcpStream, session: u64, request: u64, record: &[u8]) -> u32 {
+    use protocol::primitives::{Identifier, Partitioning};
+    let mut metadata = Vec::new();
+    Identifier::Name("s").encode(&mut metadata);
+    Identifier::Name("t").encode(&mut metadata);
+    Partitioning::PartitionId(0).encode(&mut metadata);
+    let count = protocol::batch::BatchHeader::read(record)
+        .unwrap()
+        .message_count;
+    metadata.extend_from_slice(&count.to_le_bytes());
+    let mut body = (metadata.len() as u32).to_le_bytes().to_vec();
+    body.extend_from_slice(&metadata);
+    body.extend_from_slice(record);
+    let code = protocol::CommandCode::SendMessages;
+    harness::raw::send(stream, code, session, request, &body);
+    let (header, _) = harness::raw::read_frame(stream).unwrap();
+    protocol::header::ReplyHeader::decode(&header)
+        .unwrap()
+        .status
+}
+
+/// Raw PollMessages of partition 0 of s/t from offset 0; returns the batch
+/// records of the reply.
+fn raw_poll(stream: &mut std::net::TcpStream, session: u64, request: u64) -> Vec<Vec<u8>> {
+    use protocol::primitives::{Consumer, ConsumerKind, Identifier, PollingStrategy};
+    let mut body = Vec::new();
+    let consumer = Consumer {
+        kind: ConsumerKind::Consumer,
+        id: Identifier::Numeric(1),
+    };
+    consumer.encode(&mut body);
+    Identifier::Name("s").encode(&mut body);
+    Identifier::Name("t").encode(&mut body);
+    protocol::primitives::put_optional_partition(&mut body, Some(0));
+    PollingStrategy::Offset(0).encode(&mut body);
+    body.extend_from_slice(&1_000u32.to_le_bytes());
+    body.push(0);
+    let code = protocol::CommandCode::PollMessages;
+    harness::raw::send(stream, code, session, request, &body);
+    let (header, reply) = harness::raw::read_frame(stream).unwrap();
+    assert_eq!(
+        protocol::header::ReplyHeader::decode(&header)
+            .unwrap()
+            .status,
+        0
+    );
+    let mut records = Vec::new();
+    let mut rest = &reply[protocol::responses::PollReplyHeader::SIZE..];
+    while !rest.is_empty() {
+        let len = protocol::batch::BatchHeader::read(rest)
+            .unwrap()
+            .batch_length as usize;
+        records.push(rest[..len].to_vec());
+        rest = &rest[len..];
+    }
+    records
+}
+
+/// The frames of records (everything after each batch header).
+fn frames_of(records: &[Vec<u8>]) -> Vec<u8> {
+    let header = protocol::batch::BATCH_HEADER_SIZE;
+    records.iter().flat_map(|r| r[header..].to_vec()).collect()
+}
+
+/// A poll answered from the server's memory right after the send and one
+/// answered from the segment files after a restart both return the frames
+/// the producer sent, byte for byte (checksums included), in records that
+/// verify and name no key; a batch with a wrong checksum is refused.
+#[tokio::test]
+async fn given_encryption_when_polling_from_memory_and_from_disk_should_return_the_producers_frames()
+ {
+    use protocol::batch::{Verify, build_record, validate_record};
+    let workdir = Workdir::new();
+    let encrypted = options(Some(KEY_A), None);
+    let headers = b"\x01\x00\x00\x00k\x02\x03\x00\x00\x00abc";
+    let produced = [
+        build_record(
+            1_000,
+            &[(1, b"first payload", b""), (2, b"second", headers)],
+        ),
+        build_record(2_000, &[(3, PAYLOAD_MARKER.as_bytes(), headers)]),
+    ];
+    let check = |records: Vec<Vec<u8>>| {
+        for record in &records {
+            let header = validate_record(record, Verify::Checksums).unwrap();
+            assert_eq!(header.key_id, 0, "served records name no key");
+        }
+        assert_eq!(frames_of(&records), frames_of(&produced));
+    };
+    let server = TestServer::start(&workdir, &encrypted);
+    create_topic(&root_client(server.tcp()).await).await;
+    let mut raw = harness::raw::connect(server.tcp());
+    let session = harness::raw::login(&mut raw);
+    for (request, record) in (1..).zip(&produced) {
+        assert_eq!(raw_send(&mut raw, session, request, record), 0);
+    }
+    let mut wrong = build_record(3_000, &[(4, b"fourth", b"")]);
+    let last = wrong.len() - 1;
+    wrong[last] ^= 1;
+    let refused = raw_send(&mut raw, session, 3, &wrong);
+    assert_eq!(refused, protocol::ErrorCode::InvalidMessageChecksum as u32);
+    check(raw_poll(&mut raw, session, 4));
+    drop(raw);
+    assert!(server.stop().0.success());
+    assert!(files_containing(&workdir.data(), PAYLOAD_MARKER.as_bytes()).is_empty());
+
+    let server = TestServer::start(&workdir, &encrypted);
+    let mut raw = harness::raw::connect(server.tcp());
+    let session = harness::raw::login(&mut raw);
+    check(raw_poll(&mut raw, session, 1));
+    drop(raw);
+    assert!(server.stop().0.success());
+}

@@ -14,7 +14,7 @@
 //!  10   2  count n          1..=255 entries
 //!  12   4  reserved         0
 //!  16  40n entries, ids strictly ascending:
-//!            0  4  key_id   >= 1
+//!            0  4  key_id   1..=0xFF_FFFF (a batch header holds 24 bits)
 //!            4  4  reserved 0
 //!            8 32  check
 //! 16+40n 8 XXH3-64 of every preceding byte
@@ -74,7 +74,9 @@ pub enum KeyCheckFileError {
     Version { version: u16 },
     #[error("its checksum does not match (corrupt)")]
     Checksum,
-    #[error("its entries are malformed (ids must be 1 or more, ascending, reserved bytes zero)")]
+    #[error(
+        "its entries are malformed (ids must be 1 to 16777215, ascending, reserved bytes zero)"
+    )]
     Entries,
 }
 
@@ -100,6 +102,7 @@ impl KeyCheckFile {
             None => Some(KeyId::FIRST),
             Some(e) => e.id.0.checked_add(1).map(KeyId),
         }
+        .filter(|id| *id <= KeyId::MAX)
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -154,7 +157,8 @@ impl KeyCheckFile {
                 .chunks_exact(ENTRY_LEN)
                 .all(|chunk| chunk[4..8] == [0; 4]);
         let ascending = entries.windows(2).all(|pair| pair[0].id < pair[1].id);
-        let valid_ids = entries.first().is_some_and(|e| e.id >= KeyId::FIRST);
+        let valid_ids = entries.first().is_some_and(|e| e.id >= KeyId::FIRST)
+            && entries.last().is_some_and(|e| e.id <= KeyId::MAX);
         if !(reserved_zero && ascending && valid_ids) {
             return Err(KeyCheckFileError::Entries);
         }
@@ -207,7 +211,10 @@ pub enum Refusal {
     UnknownPreviousKey { index: usize },
     #[error("system.encryption keys: the same key is configured twice")]
     DuplicateKey,
-    #[error("this data directory already records {KEYS_MAX} keys; no more can be added")]
+    #[error(
+        "this data directory's {KEY_CHECK_FILE} has no room for another key (at most \
+         {KEYS_MAX} keys, ids up to 16777215)"
+    )]
     TooManyKeys,
 }
 

@@ -11,16 +11,22 @@
 //! before encryption was enabled) and pass through untouched.
 //!
 //! The sealed layout and the reasons for it live beside the code in
-//! `record`; the key check file's layout in `key_check`.
+//! `record` (the original layout, still opened, in `record_original`); how a
+//! header's `key_id` names key and layout in [`SealMark`]; the key check
+//! file's layout in `key_check`.
 
 pub mod key_check;
 mod record;
+mod record_original;
 
 use std::fmt;
 
 use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 
-pub use record::{DecryptError, NONCE_LEN, OpenedRecord, SEALED_OVERHEAD, TAG_LEN, is_plaintext};
+pub use record::{
+    CHECKSUM_INSIDE_LEN, DecryptError, NONCE_LEN, OpenedRecord, SEALED_OVERHEAD, TAG_LEN,
+    is_plaintext,
+};
 
 /// Bytes of an AES-256 key.
 pub const KEY_LEN: usize = 32;
@@ -35,6 +41,68 @@ impl KeyId {
     pub const PLAINTEXT: KeyId = KeyId(0);
     /// The id of the first key a data directory records.
     pub const FIRST: KeyId = KeyId(1);
+    /// The largest id: a batch header holds it in 24 bits ([`SealMark`]).
+    pub const MAX: KeyId = KeyId(0x00FF_FFFF);
+}
+
+/// How the frames of a sealed batch are laid out (`record`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealedLayout {
+    /// Issue 21's first layout (`record_original`): additional data is the
+    /// message id and the field; opening rehashes the plaintext frame.
+    /// Opened, never written.
+    Original = 0,
+    /// The producer's frame checksum sealed at the end of the payload and
+    /// the message header's id and deltas in the additional data (`record`).
+    /// Every new batch is sealed so.
+    ChecksumInside = 1,
+}
+
+/// What a batch header's `key_id` field (protocol `batch`, byte 52) says
+/// about its frames when it is not 0 (plaintext):
+///
+/// ```text
+///   bits  0..24  key id      1..=KeyId::MAX, in the key check file
+///   bits 24..32  layout      SealedLayout: 0 Original, 1 ChecksumInside
+/// ```
+///
+/// The whole field is covered by the batch checksum. A build that knows only
+/// the original layout reads a `ChecksumInside` batch as sealed under an
+/// unknown key and refuses to serve it (it never reads it as plaintext).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealMark {
+    pub key_id: KeyId,
+    pub layout: SealedLayout,
+}
+
+impl SealMark {
+    const KEY_BITS: u32 = 24;
+
+    /// The mark a header field holds; `Ok(None)` for plaintext (0).
+    pub fn from_field(field: u32) -> Result<Option<Self>, DecryptError> {
+        if field == 0 {
+            return Ok(None);
+        }
+        let key_id = KeyId(field & KeyId::MAX.0);
+        let layout = match field >> Self::KEY_BITS {
+            0 => SealedLayout::Original,
+            1 => SealedLayout::ChecksumInside,
+            layout => return Err(DecryptError::UnknownLayout { layout }),
+        };
+        if key_id == KeyId::PLAINTEXT {
+            return Err(DecryptError::UnknownKey { key_id });
+        }
+        Ok(Some(Self { key_id, layout }))
+    }
+
+    /// The header field that names this mark.
+    pub fn to_field(self) -> u32 {
+        assert!(
+            self.key_id != KeyId::PLAINTEXT && self.key_id <= KeyId::MAX,
+            "a sealing key id is 1..=KeyId::MAX"
+        );
+        (self.layout as u32) << Self::KEY_BITS | self.key_id.0
+    }
 }
 
 impl fmt::Display for KeyId {
@@ -99,6 +167,10 @@ impl Keyring {
             "key id 0 means plaintext"
         );
         assert!(
+            keys.iter().all(|(id, _)| *id <= KeyId::MAX),
+            "a batch header holds a key id in 24 bits"
+        );
+        assert!(
             keys.iter().any(|(id, _)| *id == active),
             "the active key is in the keyring"
         );
@@ -132,5 +204,7 @@ impl fmt::Debug for Keyring {
     }
 }
 
+#[cfg(test)]
+mod layout_tests;
 #[cfg(test)]
 mod tests;

@@ -1,25 +1,27 @@
-//! Sealing and opening the frames of one batch record.
-//!
-//! A sealed field (a payload, or a non-empty user-headers block) is stored as
+//! Sealing and opening the frames of one batch record. New batches are
+//! sealed in the `ChecksumInside` layout ([`super::SealedLayout`]):
 //!
 //! ```text
-//!   0  12  nonce       random, fresh for every field
-//!  12   n  ciphertext  AES-256-GCM of the n plaintext bytes
-//! 12+n 16  tag         GCM authentication tag
+//! sealed payload (n >= 1 plaintext bytes), n + 36 bytes:
+//!    0    12  nonce       random, fresh for every field
+//!   12   n+8  ciphertext  AES-256-GCM of the payload, then the producer's
+//!                         frame checksum (u64 LE)
+//!  20+n   16  tag         GCM authentication tag
+//! sealed user headers (n >= 1; empty headers stay empty), n + 28 bytes:
+//!    0    12  nonce
+//!   12     n  ciphertext  AES-256-GCM of the user headers
+//!  12+n   16  tag
+//! additional data, 25 bytes: message header bytes 8..32 (id, offset_delta,
+//!   timestamp_delta), then 0 for the payload or 1 for the user headers
 //! ```
 //!
-//! so a sealed field is [`SEALED_OVERHEAD`] (28) bytes longer than its
-//! plaintext; empty user headers stay empty. The additional authenticated
-//! data is the message id (u128 LE) followed by one byte naming the field
-//! (0 payload, 1 user headers): a sealed payload moved to another message or
-//! swapped with its headers fails to open. In the frame header the lengths
-//! are the sealed ones and the checksum covers the sealed bytes, so storage
-//! verifies stored batches without the key. The batch header carries the
-//! key's id in `key_id` (protocol `batch`), covered by the batch checksum.
-//!
-//! Opening restores exactly what the producer sent: plaintext lengths, the
-//! frame checksum over the plaintext, `key_id` 0 and the batch checksum of
-//! the plaintext frames.
+//! The tag covers every byte the producer's checksum covers (the lengths
+//! through the ciphertext's length), so the checksum opened with the payload
+//! always matches the opened frame: a poll restores it without rehashing.
+//! Sealing verifies each checksum in the same pass, before sealing it. A
+//! payload moved to another message or swapped with its headers fails to
+//! open. In the frame header the lengths are the sealed ones and the checksum
+//! covers the sealed bytes, so storage verifies batches without the key.
 
 use protocol::batch::{
     BATCH_HEADER_SIZE, BatchError, BatchHeader, Frame, Frames, MESSAGE_HEADER_SIZE, MSG_CHECKSUM,
@@ -29,7 +31,7 @@ use protocol::checksum::xxh3_64;
 use rand::RngCore;
 use ring::aead::{Aad, LessSafeKey, Nonce};
 
-use super::{KeyId, Keyring};
+use super::{KeyId, Keyring, SealMark, SealedLayout, record_original};
 
 /// Bytes of a GCM nonce.
 pub const NONCE_LEN: usize = 12;
@@ -37,9 +39,15 @@ pub const NONCE_LEN: usize = 12;
 pub const TAG_LEN: usize = 16;
 /// What sealing adds to a field.
 pub const SEALED_OVERHEAD: usize = NONCE_LEN + TAG_LEN;
+/// Bytes of the producer's frame checksum sealed after a payload.
+pub const CHECKSUM_INSIDE_LEN: usize = 8;
 
-const FIELD_PAYLOAD: u8 = 0;
-const FIELD_USER_HEADERS: u8 = 1;
+pub(super) const FIELD_PAYLOAD: u8 = 0;
+pub(super) const FIELD_USER_HEADERS: u8 = 1;
+/// Message header bytes 8..32: id, offset_delta and timestamp_delta.
+const AAD_HEADER_END: usize = MSG_USER_HEADERS_LENGTH;
+const AAD_LEN: usize = AAD_HEADER_END - MSG_ID + 1;
+const _: () = assert!(AAD_LEN == 25);
 
 /// An opened record: its rewritten batch header and its plaintext frames.
 pub type OpenedRecord = ([u8; BATCH_HEADER_SIZE], Vec<u8>);
@@ -51,6 +59,8 @@ pub enum DecryptError {
     Header(#[from] protocol::batch::BatchError),
     #[error("batch was encrypted under key id {key_id}, which is not configured")]
     UnknownKey { key_id: KeyId },
+    #[error("batch was sealed in layout {layout}, which this server does not know")]
+    UnknownLayout { layout: u32 },
     #[error("message frame {index} is not a sealed frame")]
     Malformed { index: u32 },
     #[error("message frame {index} failed authentication under key id {key_id}")]
@@ -60,10 +70,21 @@ pub enum DecryptError {
 impl Keyring {
     /// Seals every frame of a producer record under the active key, into a
     /// new record of the sealed size (one copy of each field, sealed where
-    /// it lands). Server fields are carried over; the batch checksum is
-    /// recomputed (stamping recomputes it again). The record's layout is
-    /// checked first; a record already naming a key is refused.
+    /// it lands). The record's layout is checked first, and every frame
+    /// checksum and the batch checksum as it goes: the sealed checksum is
+    /// served back as it is. Server fields are carried over; the batch
+    /// checksum is recomputed (stamping recomputes it again). A record
+    /// already naming a key is refused.
     pub fn encrypt_record(&self, plain: &[u8]) -> Result<Vec<u8>, BatchError> {
+        self.encrypt_record_with(plain, &mut rand::rng())
+    }
+
+    /// `encrypt_record` with the nonces drawn from `rng`.
+    pub(super) fn encrypt_record_with(
+        &self,
+        plain: &[u8],
+        rng: &mut impl RngCore,
+    ) -> Result<Vec<u8>, BatchError> {
         let header = validate_record(plain, Verify::Layout)?;
         if header.key_id != 0 {
             return Err(BatchError::KeyIdNotZero {
@@ -77,37 +98,55 @@ impl Keyring {
         let sealed_len: usize = frames().map(|f| sealed_frame_len(&f)).sum();
         let mut out = Vec::with_capacity(BATCH_HEADER_SIZE + sealed_len);
         out.extend_from_slice(&plain[..BATCH_HEADER_SIZE]);
-        let mut checksums = Vec::with_capacity(header.message_count as usize);
-        let mut rng = rand::rng();
-        for frame in frames() {
-            checksums.push(seal_frame(key, &mut rng, &frame, &mut out));
+        let count = header.message_count as usize;
+        let (mut plain_checksums, mut sealed_checksums) =
+            (Vec::with_capacity(count), Vec::with_capacity(count));
+        for (index, frame) in frames().enumerate() {
+            // Hashed just before it is copied and sealed, while it is in cache.
+            let checksum = xxh3_64(&frame.as_bytes()[MSG_ID..]);
+            if checksum != frame.checksum() {
+                let index = index as u32;
+                return Err(BatchError::MessageChecksum { index });
+            }
+            plain_checksums.push(checksum);
+            sealed_checksums.push(seal_frame(key, rng, &frame, &mut out));
+        }
+        if header.checksum_over(plain_checksums) != header.batch_checksum {
+            return Err(BatchError::BatchChecksum);
         }
         assert_eq!(out.len(), BATCH_HEADER_SIZE + sealed_len, "sized exactly");
         let mut sealed = header;
         sealed.batch_length = out.len() as u64;
-        sealed.key_id = self.active.0;
-        sealed.batch_checksum = sealed.checksum_over(checksums);
+        sealed.key_id = SealMark {
+            key_id: self.active,
+            layout: SealedLayout::ChecksumInside,
+        }
+        .to_field();
+        sealed.batch_checksum = sealed.checksum_over(sealed_checksums);
         sealed.write(&mut out);
         Ok(out)
     }
 
     /// Opens a stored record given as its (possibly rewritten) batch header
-    /// and its frames. `Ok(None)` for a plaintext batch, which is served as
-    /// it is.
+    /// and its frames, in whichever layout its header names. `Ok(None)` for
+    /// a plaintext batch, which is served as it is.
     pub fn decrypt_record(
         &self,
         header: &[u8; BATCH_HEADER_SIZE],
         frames: &[u8],
     ) -> Result<Option<OpenedRecord>, DecryptError> {
         let parsed = BatchHeader::read(header)?;
-        let key_id = KeyId(parsed.key_id);
-        if key_id == KeyId::PLAINTEXT {
+        let Some(mark) = SealMark::from_field(parsed.key_id)? else {
             return Ok(None);
-        }
+        };
+        let key_id = mark.key_id;
         let key = self
             .key(key_id)
             .ok_or(DecryptError::UnknownKey { key_id })?;
-        let (out, checksums) = open_frames(key, key_id, frames)?;
+        let (out, checksums) = match mark.layout {
+            SealedLayout::ChecksumInside => open_frames(key, key_id, frames)?,
+            SealedLayout::Original => record_original::open_frames(key, key_id, frames)?,
+        };
         let mut opened = parsed;
         opened.batch_length = (BATCH_HEADER_SIZE + out.len()) as u64;
         opened.key_id = 0;
@@ -133,13 +172,15 @@ fn sealed_len(plain_len: usize) -> usize {
 }
 
 fn sealed_frame_len(frame: &Frame<'_>) -> usize {
-    MESSAGE_HEADER_SIZE + sealed_len(frame.payload().len()) + sealed_len(frame.user_headers().len())
+    let payload = frame.payload().len() + CHECKSUM_INSIDE_LEN;
+    MESSAGE_HEADER_SIZE + sealed_len(payload) + sealed_len(frame.user_headers().len())
 }
 
-fn aad(id: &[u8], field: u8) -> [u8; 17] {
-    let mut aad = [0u8; 17];
-    aad[..16].copy_from_slice(id);
-    aad[16] = field;
+/// The additional data of one field of the frame whose bytes are `frame`.
+fn aad(frame: &[u8], field: u8) -> [u8; AAD_LEN] {
+    let mut aad = [0u8; AAD_LEN];
+    aad[..AAD_LEN - 1].copy_from_slice(&frame[MSG_ID..AAD_HEADER_END]);
+    aad[AAD_LEN - 1] = field;
     aad
 }
 
@@ -153,38 +194,37 @@ fn seal_frame(
     let start = out.len();
     let bytes = frame.as_bytes();
     out.extend_from_slice(&bytes[..MESSAGE_HEADER_SIZE]);
-    let id = &bytes[MSG_ID..MSG_ID + 16];
-    let payload_len = seal_field(key, rng, aad(id, FIELD_PAYLOAD), frame.payload(), out);
-    let headers_len = seal_field(
-        key,
-        rng,
-        aad(id, FIELD_USER_HEADERS),
-        frame.user_headers(),
-        out,
-    );
+    let checksum = frame.checksum().to_le_bytes();
+    let payload = [frame.payload(), &checksum[..]];
+    let payload_len = seal_field(key, rng, aad(bytes, FIELD_PAYLOAD), &payload, out);
+    let headers = [frame.user_headers()];
+    let headers_len = seal_field(key, rng, aad(bytes, FIELD_USER_HEADERS), &headers, out);
     let header = &mut out[start..start + MESSAGE_HEADER_SIZE];
     put_u32(header, MSG_PAYLOAD_LENGTH, payload_len);
     put_u32(header, MSG_USER_HEADERS_LENGTH, headers_len);
     finish_frame(&mut out[start..])
 }
 
-/// Appends `[nonce][ciphertext][tag]` for a non-empty field; returns the
-/// sealed length.
+/// Appends `[nonce][ciphertext][tag]` of the concatenated `parts`, or
+/// nothing when they are empty; returns the sealed length.
 fn seal_field(
     key: &LessSafeKey,
     rng: &mut impl RngCore,
-    aad_bytes: [u8; 17],
-    plain: &[u8],
+    aad_bytes: [u8; AAD_LEN],
+    parts: &[&[u8]],
     out: &mut Vec<u8>,
 ) -> u32 {
-    if plain.is_empty() {
+    let plain_len: usize = parts.iter().map(|p| p.len()).sum();
+    if plain_len == 0 {
         return 0;
     }
     let mut nonce = [0u8; NONCE_LEN];
     rng.fill_bytes(&mut nonce);
     out.extend_from_slice(&nonce);
     let at = out.len();
-    out.extend_from_slice(plain);
+    for part in parts {
+        out.extend_from_slice(part);
+    }
     let tag = key
         .seal_in_place_separate_tag(
             Nonce::assume_unique_for_key(nonce),
@@ -193,11 +233,11 @@ fn seal_field(
         )
         .expect("a field under 64 MB is far below the GCM input limit");
     out.extend_from_slice(tag.as_ref());
-    u32::try_from(plain.len() + SEALED_OVERHEAD).expect("a frame field fits u32")
+    u32::try_from(plain_len + SEALED_OVERHEAD).expect("a frame field fits u32")
 }
 
 /// Copies and opens every frame; returns the plaintext frames and their
-/// checksums.
+/// checksums (the producer's, opened with each payload).
 fn open_frames(
     key: &LessSafeKey,
     key_id: KeyId,
@@ -208,26 +248,28 @@ fn open_frames(
     for (index, item) in Frames::new(frames).enumerate() {
         let index = index as u32;
         let (_, frame) = item.map_err(|_| DecryptError::Malformed { index })?;
+        let bytes = frame.as_bytes();
         let start = out.len();
-        out.extend_from_slice(&frame.as_bytes()[..MESSAGE_HEADER_SIZE]);
-        let id = &frame.as_bytes()[MSG_ID..MSG_ID + 16];
+        out.extend_from_slice(&bytes[..MESSAGE_HEADER_SIZE]);
         let fail = DecryptError::Authentication { index, key_id };
-        let payload = open_field(key, aad(id, FIELD_PAYLOAD), frame.payload(), &mut out)
+        let opened = open_field(key, aad(bytes, FIELD_PAYLOAD), frame.payload(), &mut out)
             .ok_or(fail.clone())?;
-        let headers = open_field(
-            key,
-            aad(id, FIELD_USER_HEADERS),
-            frame.user_headers(),
-            &mut out,
-        )
-        .ok_or(fail)?;
-        if payload == 0 {
-            return Err(DecryptError::Malformed { index });
-        }
+        // Authenticated, so this only fails for a layout sealing never writes.
+        let payload = opened
+            .checked_sub(CHECKSUM_INSIDE_LEN as u32)
+            .filter(|&len| len > 0)
+            .ok_or(DecryptError::Malformed { index })?;
+        let checksum_at = out.len() - CHECKSUM_INSIDE_LEN;
+        let checksum = u64::from_le_bytes(out[checksum_at..].try_into().expect("8 bytes"));
+        out.truncate(checksum_at);
+        let headers_aad = aad(bytes, FIELD_USER_HEADERS);
+        let headers = open_field(key, headers_aad, frame.user_headers(), &mut out).ok_or(fail)?;
         let header = &mut out[start..start + MESSAGE_HEADER_SIZE];
         put_u32(header, MSG_PAYLOAD_LENGTH, payload);
         put_u32(header, MSG_USER_HEADERS_LENGTH, headers);
-        checksums.push(finish_frame(&mut out[start..]));
+        header[MSG_CHECKSUM..MSG_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
+        debug_assert_eq!(xxh3_64(&out[start + MSG_ID..]), checksum, "authenticated");
+        checksums.push(checksum);
     }
     Ok((out, checksums))
 }
@@ -235,9 +277,9 @@ fn open_frames(
 /// Appends the plaintext of a sealed field (copied, then opened where it
 /// lies); returns its length, `None` when it fails to open. An empty field
 /// stays empty.
-fn open_field(
+pub(super) fn open_field(
     key: &LessSafeKey,
-    aad_bytes: [u8; 17],
+    aad_bytes: impl AsRef<[u8]>,
     sealed: &[u8],
     out: &mut Vec<u8>,
 ) -> Option<u32> {
@@ -264,12 +306,12 @@ fn open_field(
 
 /// Writes the checksum of a complete frame (header then fields) and
 /// returns it.
-fn finish_frame(frame: &mut [u8]) -> u64 {
+pub(super) fn finish_frame(frame: &mut [u8]) -> u64 {
     let checksum = xxh3_64(&frame[MSG_ID..]);
     frame[MSG_CHECKSUM..MSG_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
     checksum
 }
 
-fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
+pub(super) fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
     bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
 }

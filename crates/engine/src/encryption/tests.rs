@@ -45,7 +45,8 @@ fn given_record_when_sealing_and_opening_should_restore_the_plaintext_bytes() {
     let ring = keyring(7);
     let mut sealed = ring.encrypt_record(&plain()).unwrap();
     let header = stamp_record(&mut sealed, 3, 40, 5_000);
-    assert_eq!(header.key_id, 1);
+    let mark = SealMark::from_field(header.key_id).unwrap().unwrap();
+    assert_eq!(mark.key_id, KeyId(1));
     validate_record(&sealed, Verify::Checksums).expect("sealed record is a valid record");
     let (h, frames) = split(&sealed);
     let (out_header, out_frames) = ring.decrypt_record(&h, frames).unwrap().unwrap();
@@ -62,7 +63,10 @@ fn given_sealed_record_should_hold_no_plaintext_and_sealed_lengths() {
     let frames: Vec<_> = Frames::new(&sealed[BATCH_HEADER_SIZE..])
         .map(|f| f.unwrap().1)
         .collect();
-    assert_eq!(frames[0].payload().len(), 18 + SEALED_OVERHEAD);
+    assert_eq!(
+        frames[0].payload().len(),
+        18 + CHECKSUM_INSIDE_LEN + SEALED_OVERHEAD
+    );
     assert_eq!(
         frames[0].user_headers().len(),
         0,
@@ -74,8 +78,8 @@ fn given_sealed_record_should_hold_no_plaintext_and_sealed_lengths() {
     );
     assert_eq!(
         sealed.len(),
-        plain().len() + 3 * SEALED_OVERHEAD,
-        "28 bytes per sealed field"
+        plain().len() + 3 * SEALED_OVERHEAD + 2 * CHECKSUM_INSIDE_LEN,
+        "28 bytes per sealed field, and a checksum inside each payload"
     );
     assert_ne!(
         frames[0].payload()[..NONCE_LEN],
@@ -114,11 +118,11 @@ fn given_payloads_swapped_between_messages_when_opening_should_fail() {
     let ring = keyring(7);
     let record = build_record(0, &[(1, b"aaaa", b""), (2, b"bbbb", b"")]);
     let mut sealed = ring.encrypt_record(&record).unwrap();
-    let frame_len = MESSAGE_HEADER_SIZE + 4 + SEALED_OVERHEAD;
+    let field_len = 4 + CHECKSUM_INSIDE_LEN + SEALED_OVERHEAD;
     let first = BATCH_HEADER_SIZE + MESSAGE_HEADER_SIZE;
-    let second = first + frame_len;
-    let a = sealed[first..first + 4 + SEALED_OVERHEAD].to_vec();
-    let b = sealed[second..second + 4 + SEALED_OVERHEAD].to_vec();
+    let second = first + MESSAGE_HEADER_SIZE + field_len;
+    let a = sealed[first..first + field_len].to_vec();
+    let b = sealed[second..second + field_len].to_vec();
     sealed[first..first + a.len()].copy_from_slice(&b);
     sealed[second..second + b.len()].copy_from_slice(&a);
     let (h, frames) = split(&sealed);
@@ -134,7 +138,7 @@ fn given_record_naming_a_key_when_sealing_should_refuse() {
     let sealed = ring.encrypt_record(&plain()).unwrap();
     assert_eq!(
         ring.encrypt_record(&sealed),
-        Err(protocol::batch::BatchError::KeyIdNotZero { found: 1 })
+        Err(protocol::batch::BatchError::KeyIdNotZero { found: 0x0100_0001 })
     );
     assert!(ring.encrypt_record(&plain()[..300]).is_err());
 }
@@ -152,7 +156,8 @@ fn given_rotated_keyring_should_open_batches_of_either_key() {
     let old = keyring(7).encrypt_record(&plain()).unwrap();
     let both = Keyring::new(KeyId(2), &[(KeyId(1), key(7)), (KeyId(2), key(9))]);
     let new = both.encrypt_record(&plain()).unwrap();
-    assert_eq!(BatchHeader::read(&new).unwrap().key_id, 2);
+    let mark = SealMark::from_field(BatchHeader::read(&new).unwrap().key_id);
+    assert_eq!(mark.unwrap().unwrap().key_id, KeyId(2));
     for sealed in [old, new] {
         let (h, frames) = split(&sealed);
         assert!(both.decrypt_record(&h, frames).unwrap().is_some());
@@ -237,6 +242,21 @@ fn given_damaged_key_check_file_when_decoding_should_refuse() {
         KeyCheckFile::decode(&encode_entries(&[(0, 1)])),
         Err(KeyCheckFileError::Entries)
     );
+}
+
+/// A batch header holds a key id in 24 bits (`SealMark`): the file never
+/// records a larger one, and a directory at the largest takes no new key.
+#[test]
+fn given_key_id_beyond_24_bits_should_be_refused() {
+    assert_eq!(
+        KeyCheckFile::decode(&encode_entries(&[(1, 1), (0x0100_0000, 2)])),
+        Err(KeyCheckFileError::Entries)
+    );
+    let full = recorded(&[(KeyId::MAX.0, 7)]);
+    assert!(matches!(
+        admit(Some(&full), Some(&configured(9, &[7]))),
+        Err(Refusal::TooManyKeys)
+    ));
 }
 
 fn configured(current: u8, previous: &[u8]) -> ConfiguredKeys {

@@ -85,7 +85,13 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
             return call.deny(ErrorCode::InvalidCommand);
         }
     };
-    if let Err(e) = request.validate(body, Verify::Checksums) {
+    // With encryption on, sealing verifies the checksums in the pass that
+    // seals each frame (`Keyring::encrypt_record`), so they are hashed once.
+    let verify = match call.node().ctx.encryption {
+        Some(_) => Verify::Layout,
+        None => Verify::Checksums,
+    };
+    if let Err(e) = request.validate(body, verify) {
         tracing::debug!("refused a batch: {e}");
         return call.deny(batch_error_code(&e));
     }
@@ -234,8 +240,9 @@ async fn append_numbered(
 /// Encryption at rest (storage spec §14): a produced batch is sealed here,
 /// on the shard that received it (so the cipher work spreads over the
 /// shards), before it travels to the partition's owner; the owner stamps
-/// and stores the sealed record like any other. Without encryption the
-/// record goes on untouched.
+/// and stores the sealed record like any other. Sealing verifies every
+/// checksum (a wrong one is refused as without encryption). Without
+/// encryption the record goes on untouched.
 fn seal(
     node: &Node,
     buffer: Vec<u8>,
