@@ -379,6 +379,24 @@ pub fn stamp_record(
     header
 }
 
+/// Whether the validated `record` already carries exactly the stamp
+/// [`stamp_record`] would give it (its server fields and the batch checksum
+/// over them), so a shared, immutable copy can be stored as it is.
+pub fn is_stamped(record: &[u8], partition_id: u64, base_offset: u64, base_timestamp: u64) -> bool {
+    let Ok(header) = BatchHeader::read(record) else {
+        return false;
+    };
+    if header.partition_id != partition_id
+        || header.base_offset != base_offset
+        || header.base_timestamp != base_timestamp
+    {
+        return false;
+    }
+    let checksums = Frames::new(&record[BATCH_HEADER_SIZE..])
+        .map_while(|f| f.ok().map(|(_, frame)| frame.checksum()));
+    header.batch_checksum == header.checksum_over(checksums)
+}
+
 /// A contiguous run of frames selected from a stored record for a poll.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordSlice {

@@ -410,7 +410,13 @@ async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_par
     assert!(status.success());
     let fences = std::fs::read_dir(&records)
         .unwrap()
-        .filter(|ns| ns.as_ref().unwrap().path().join("retirement.fence").exists())
+        .filter(|ns| {
+            ns.as_ref()
+                .unwrap()
+                .path()
+                .join("retirement.fence")
+                .exists()
+        })
         .count();
     assert_eq!(fences, 1, "the lost partition only");
     std::fs::create_dir_all(&partition_zero).unwrap();
@@ -427,7 +433,10 @@ async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_par
         .expect_err("a retired partition stays refused");
     assert_eq!(refused.as_code(), 3004, "{refused}");
     let log = std::fs::read_to_string(workdir.data().join("logs/iggy-server.log")).unwrap();
-    assert!(log.contains("retirement.fence"), "the refusal names the fence");
+    assert!(
+        log.contains("retirement.fence"),
+        "the refusal names the fence"
+    );
     // Deleting the topic drops it and its records; a new topic serves.
     client
         .delete_topic(&name("lost"), &name("t"))

@@ -176,7 +176,7 @@ impl Disk {
             (pick >> 1) % len
         } as usize;
         let entry = &mut self.durable[index];
-        entry.body.push(0xA5);
+        entry.body = [&entry.body[..], &[0xA5]].concat().into();
         self.volatile = self.durable.clone();
         true
     }

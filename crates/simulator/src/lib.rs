@@ -634,7 +634,7 @@ impl Cluster {
         let request = Request {
             client: id,
             number,
-            body,
+            body: body.into(),
         };
         match member.replica.on_request(request, now_us) {
             Ok(actions) => self.execute(target, group, actions, faulty),

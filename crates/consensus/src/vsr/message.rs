@@ -6,6 +6,7 @@
 //! prepare restamped into a newer view keeps it, and the parent link
 //! (the identity of the entry one op below) chains a log.
 
+use bytes::Bytes;
 use protocol::checksum::Xxh3Stream;
 
 use crate::types::{ClientId, Op, RequestNumber, View};
@@ -25,13 +26,22 @@ pub struct Entry {
     pub client: ClientId,
     pub request: RequestNumber,
     pub timestamp_us: u64,
-    pub body: Vec<u8>,
+    /// Shared, never copied: the log, the prepares to each backup and the
+    /// apply all hold the same bytes.
+    pub body: Bytes,
 }
 
 impl Entry {
     pub fn new(op: Op, view: View, parent: u64, request: Request, timestamp_us: u64) -> Entry {
         assert!(op > Op::ZERO, "ops start at 1");
-        let identity = identity_of(op, parent, &request, timestamp_us);
+        let identity = identity_of(
+            op,
+            parent,
+            request.client,
+            request.number,
+            timestamp_us,
+            &request.body,
+        );
         Entry {
             op,
             view,
@@ -46,23 +56,33 @@ impl Entry {
 
     /// Whether the identity matches the content (a corrupt entry does not).
     pub fn is_sound(&self) -> bool {
-        let request = Request {
-            client: self.client,
-            number: self.request,
-            body: self.body.clone(),
-        };
-        self.identity == identity_of(self.op, self.parent, &request, self.timestamp_us)
+        self.identity
+            == identity_of(
+                self.op,
+                self.parent,
+                self.client,
+                self.request,
+                self.timestamp_us,
+                &self.body,
+            )
     }
 }
 
-fn identity_of(op: Op, parent: u64, request: &Request, timestamp_us: u64) -> u64 {
+fn identity_of(
+    op: Op,
+    parent: u64,
+    client: ClientId,
+    request: RequestNumber,
+    timestamp_us: u64,
+    body: &[u8],
+) -> u64 {
     let mut hash = Xxh3Stream::new();
     hash.update(&op.0.to_le_bytes());
     hash.update(&parent.to_le_bytes());
-    hash.update(&request.client.0.to_le_bytes());
-    hash.update(&request.number.0.to_le_bytes());
+    hash.update(&client.0.to_le_bytes());
+    hash.update(&request.0.to_le_bytes());
     hash.update(&timestamp_us.to_le_bytes());
-    hash.update(&request.body);
+    hash.update(body);
     hash.finish()
 }
 
@@ -105,7 +125,7 @@ pub fn checksum_of(bytes: &[u8]) -> u64 {
 pub struct Request {
     pub client: ClientId,
     pub number: RequestNumber,
-    pub body: Vec<u8>,
+    pub body: Bytes,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

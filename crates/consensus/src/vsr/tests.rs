@@ -124,7 +124,7 @@ impl Group {
         let request = Request {
             client: ClientId(client),
             number: RequestNumber(number),
-            body: vec![number as u8],
+            body: vec![number as u8].into(),
         };
         let actions = self.replicas[usize::from(to)]
             .as_mut()
@@ -243,7 +243,7 @@ fn given_a_damaged_journal_entry_when_booting_should_keep_the_sound_prefix_and_b
     }
     let mut durable = group.journals[1].clone();
     assert_eq!(durable.entries.len(), 3);
-    durable.entries[1].body.push(0xA5);
+    durable.entries[1].body = [&durable.entries[1].body[..], &[0xA5]].concat().into();
     let replica = VsrReplica::boot(1, 3, TIMING, durable, 5);
     assert_eq!(
         replica.head(),
@@ -263,10 +263,10 @@ fn given_an_uncertain_replica_when_its_probes_run_out_should_offer_its_log_only_
     let request = Request {
         client: ClientId(7),
         number: RequestNumber(1),
-        body: vec![1],
+        body: vec![1].into(),
     };
     let mut entry = message::Entry::new(Op(1), View(0), 0, request, 1);
-    entry.body.push(0xA5);
+    entry.body = [&entry.body[..], &[0xA5]].concat().into();
     durable.entries.push(entry);
     let mut replica = VsrReplica::boot(1, 3, TIMING, durable, 5);
     for _ in 0..200 {
@@ -541,7 +541,7 @@ fn given_two_uncertain_replicas_of_three_when_every_replica_reports_should_elect
     for id in 0..3u8 {
         let mut durable = group.journals[usize::from(id)].clone();
         if id < 2 {
-            durable.entries[2].body.push(0xA5);
+            durable.entries[2].body = [&durable.entries[2].body[..], &[0xA5]].concat().into();
         }
         group.replicas[usize::from(id)] =
             Some(VsrReplica::boot(id, 3, TIMING, durable, 70 + u64::from(id)));

@@ -71,6 +71,7 @@
 //! cover it (spec §3), and the replica drops an entry whose identity does
 //! not match its content (`Entry::is_sound`) on receipt.
 
+use bytes::Bytes;
 use protocol::checksum::xxh3_64;
 use protocol::header::{COMMAND_OFFSET, HEADER_SIZE, SIZE_OFFSET};
 use thiserror::Error;
@@ -361,20 +362,27 @@ pub fn frame_size(header: &[u8], max_size: usize) -> Result<usize, WireError> {
 }
 
 /// Decodes one whole frame (`bytes` is exactly the frame). Never panics.
-/// Allocates only after the seal, the size (≤ `max_size`) and the body
-/// checksum hold: the body bytes once, plus one `Entry` value per entry
-/// record, sized from the records actually present (an `Entry` is at most
-/// 1.5 × its 64-byte record), so at most 1.5 × the declared size.
+/// Allocates only after the seal and the size (≤ `max_size`) hold: the
+/// frame's bytes once (entry bodies are slices of them), plus one `Entry`
+/// value per entry record, sized from the records actually present (an
+/// `Entry` is at most 1.5 × its 64-byte record).
 pub fn decode(bytes: &[u8], max_size: usize) -> Result<Frame, WireError> {
-    let (header, command, size) = check_header(bytes, max_size)?;
+    check_header(bytes, max_size)?;
+    decode_shared(Bytes::copy_from_slice(bytes), max_size)
+}
+
+/// [`decode`] of a frame already owned: entry bodies share its buffer
+/// (nothing is copied).
+pub fn decode_shared(bytes: Bytes, max_size: usize) -> Result<Frame, WireError> {
+    let (header, command, size) = check_header(&bytes, max_size)?;
     if bytes.len() != size {
         return Err(WireError::SizeMismatch {
             size,
             len: bytes.len(),
         });
     }
-    let body = &bytes[HEADER_SIZE..];
-    let body_checksum = xxh3_64(body);
+    let body = bytes.slice(HEADER_SIZE..);
+    let body_checksum = xxh3_64(&body);
     if header.u128(CHECKSUM_BODY) != u128::from(body_checksum) {
         return Err(WireError::BadBodyChecksum);
     }
@@ -387,7 +395,7 @@ pub fn decode(bytes: &[u8], max_size: usize) -> Result<Frame, WireError> {
         from,
         group: header.u64(command.group_at()),
         incarnation: header.u64(command.incarnation_at()),
-        message: decode_message(command, &header, body)?,
+        message: decode_message(command, &header, &body)?,
     };
     // Every byte the fields do not explain must be zero, so a frame has one
     // encoding: re-encode the header and compare. Bytes 0..16 follow from
@@ -593,7 +601,7 @@ pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
 /// The entry's soundness (identity over its content) is the caller's to
 /// check.
 pub fn decode_entry(bytes: &[u8]) -> Result<Entry, WireError> {
-    let (entry, rest) = take_entry(Command::RepairPrepare, bytes)?;
+    let (entry, rest) = take_entry(Command::RepairPrepare, &Bytes::copy_from_slice(bytes))?;
     if !rest.is_empty() {
         return Err(malformed(
             Command::RepairPrepare,
@@ -603,7 +611,22 @@ pub fn decode_entry(bytes: &[u8]) -> Result<Entry, WireError> {
     Ok(entry)
 }
 
+/// The fixed part of an entry's record (its body follows it): with the
+/// body, the bytes `encode_entry` writes, for a writer that takes both
+/// without joining them.
+pub fn entry_record_head(entry: &Entry) -> [u8; ENTRY_RECORD_SIZE] {
+    let mut out = Vec::with_capacity(ENTRY_RECORD_SIZE);
+    put_record_head(&mut out, entry);
+    out.try_into()
+        .expect("the fixed part is ENTRY_RECORD_SIZE bytes")
+}
+
 fn put_record(out: &mut Vec<u8>, entry: &Entry) {
+    put_record_head(out, entry);
+    out.extend_from_slice(&entry.body);
+}
+
+fn put_record_head(out: &mut Vec<u8>, entry: &Entry) {
     assert!(entry.op > Op::ZERO, "ops start at 1");
     let body_len = u32::try_from(entry.body.len()).expect("an entry body fits a frame");
     out.extend_from_slice(&entry.op.0.to_le_bytes());
@@ -614,10 +637,9 @@ fn put_record(out: &mut Vec<u8>, entry: &Entry) {
     out.extend_from_slice(&entry.client.0.to_le_bytes());
     out.extend_from_slice(&entry.request.0.to_le_bytes());
     out.extend_from_slice(&entry.timestamp_us.to_le_bytes());
-    out.extend_from_slice(&entry.body);
 }
 
-fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, WireError> {
+fn decode_message(command: Command, h: &Header, body: &Bytes) -> Result<Message, WireError> {
     use at::{prepare_ok, repair, start_view, transfer, view_log};
     let view = View(h.u32(VIEW));
     if !matches!(
@@ -727,7 +749,7 @@ fn decode_message(command: Command, h: &Header, body: &[u8]) -> Result<Message, 
 }
 
 /// The entry a Prepare or RepairPrepare carries in its header and body.
-fn prepare_entry(h: &Header, body: &[u8]) -> Result<Entry, WireError> {
+fn prepare_entry(h: &Header, body: &Bytes) -> Result<Entry, WireError> {
     use at::prepare;
     Ok(Entry {
         op: entry_op(h.u64(prepare::OP))?,
@@ -738,11 +760,11 @@ fn prepare_entry(h: &Header, body: &[u8]) -> Result<Entry, WireError> {
         client: ClientId(h.u128(prepare::CLIENT)),
         request: RequestNumber(h.u64(prepare::REQUEST)),
         timestamp_us: h.u64(prepare::TIMESTAMP),
-        body: body.to_vec(),
+        body: body.clone(),
     })
 }
 
-fn transfer_target(h: &Header, view: View, body: &[u8]) -> Result<Message, WireError> {
+fn transfer_target(h: &Header, view: View, body: &Bytes) -> Result<Message, WireError> {
     use at::transfer;
     let command = Command::StateTransferTarget;
     let available = h.u8(transfer::AVAILABLE);
@@ -753,6 +775,7 @@ fn transfer_target(h: &Header, view: View, body: &[u8]) -> Result<Message, WireE
         return Err(malformed(command, "no entry"));
     }
     let (entry, rows) = take_entry(command, body)?;
+    let rows = &rows[..];
     if h.u64(transfer::COMMIT_OP) != entry.op.0 {
         return Err(out_of_range("commit_op", h.u64(transfer::COMMIT_OP)));
     }
@@ -778,9 +801,9 @@ fn transfer_target(h: &Header, view: View, body: &[u8]) -> Result<Message, WireE
 
 /// A body made only of entry records, at most `max` of them. The records
 /// are counted first, so the list is allocated once, at its true length.
-fn entry_list(command: Command, body: &[u8], max: usize) -> Result<Vec<Entry>, WireError> {
+fn entry_list(command: Command, body: &Bytes, max: usize) -> Result<Vec<Entry>, WireError> {
     let mut count = 0;
-    let mut rest = body;
+    let mut rest = &body[..];
     while !rest.is_empty() {
         let (_, body_len, after) = split_record(command, rest)?;
         rest = &after[body_len..];
@@ -790,9 +813,9 @@ fn entry_list(command: Command, body: &[u8], max: usize) -> Result<Vec<Entry>, W
         return Err(WireError::TooManyEntries { count, max });
     }
     let mut entries = Vec::with_capacity(count);
-    let mut rest = body;
+    let mut rest = body.clone();
     while !rest.is_empty() {
-        let (entry, after) = take_entry(command, rest)?;
+        let (entry, after) = take_entry(command, &rest)?;
         entries.push(entry);
         rest = after;
     }
@@ -800,10 +823,12 @@ fn entry_list(command: Command, body: &[u8], max: usize) -> Result<Vec<Entry>, W
     Ok(entries)
 }
 
-/// Decodes the entry record at the front of `bytes`; returns what follows.
-fn take_entry(command: Command, bytes: &[u8]) -> Result<(Entry, &[u8]), WireError> {
-    let (fixed, body_len, rest) = split_record(command, bytes)?;
-    let (body, rest) = rest.split_at(body_len);
+/// Decodes the entry record at the front of `bytes`; returns what follows
+/// (the entry's body and the rest are slices of `bytes`).
+fn take_entry(command: Command, bytes: &Bytes) -> Result<(Entry, Bytes), WireError> {
+    let (fixed, body_len, _) = split_record(command, bytes)?;
+    let body = bytes.slice(ENTRY_RECORD_SIZE..ENTRY_RECORD_SIZE + body_len);
+    let rest = bytes.slice(ENTRY_RECORD_SIZE + body_len..);
     let u64_at = |at| u64::from_le_bytes(array(fixed, at));
     let entry = Entry {
         op: entry_op(u64_at(record::OP))?,
@@ -813,7 +838,7 @@ fn take_entry(command: Command, bytes: &[u8]) -> Result<(Entry, &[u8]), WireErro
         client: ClientId(u128::from_le_bytes(array(fixed, record::CLIENT))),
         request: RequestNumber(u64_at(record::REQUEST)),
         timestamp_us: u64_at(record::TIMESTAMP),
-        body: body.to_vec(),
+        body,
     };
     Ok((entry, rest))
 }

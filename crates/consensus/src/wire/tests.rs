@@ -11,7 +11,7 @@ fn entry(op: u64, parent: u64, body: &[u8]) -> Entry {
     let request = Request {
         client: ClientId(0xc1 << 64 | 0xc2),
         number: RequestNumber(op + 100),
-        body: body.to_vec(),
+        body: body.to_vec().into(),
     };
     Entry::new(Op(op), View(2), parent, request, 1_000_000 + op)
 }

@@ -49,7 +49,7 @@ use std::rc::Rc;
 use consensus::vsr::message::{Entry, Message, ReplicaId};
 use consensus::{ClientId, Op, RequestNumber, View};
 use protocol::ErrorCode;
-use protocol::batch::{BatchHeader, Verify, validate_record};
+use protocol::batch::{BatchHeader, Verify, stamp_record, validate_record};
 use storage::offsets::ConsumerKind;
 use storage::{Offset, Storage, StorageError};
 
@@ -399,7 +399,11 @@ impl<S: Storage> PartitionMachine<S> {
                     ));
                 }
                 self.partition
-                    .apply_append(record.to_vec(), 0..len, base_offset, header.base_timestamp)
+                    .apply_append(
+                        bytes::Bytes::copy_from_slice(record),
+                        base_offset,
+                        header.base_timestamp,
+                    )
                     .await
                     .map_err(storage)?;
                 rest = &rest[len..];
@@ -418,13 +422,11 @@ impl<S: Storage> PartitionMachine<S> {
     }
 
     async fn apply_append(&self, entry: &Entry, base_offset: Offset) -> Applied {
-        let range = APPEND_PREFIX..entry.body.len();
         loop {
             let applied = self
                 .partition
                 .apply_append(
-                    entry.body.clone(),
-                    range.clone(),
+                    entry.body.slice(APPEND_PREFIX..),
                     base_offset,
                     entry.timestamp_us,
                 )
@@ -655,7 +657,18 @@ impl<S: Storage> ReplicatedPartition<S> {
                 if header.message_count == 0 {
                     return Ok(Submit::Rejected(ErrorCode::InvalidMessagesCount));
                 }
-                encode_append(self.head_offset(), record)
+                // Stamped here as every replica's log will stamp it (this
+                // offset, the op's timestamp), so each stores the op's
+                // body as it is, without a copy.
+                let base_offset = self.head_offset();
+                let mut body = encode_append(base_offset, record);
+                stamp_record(
+                    &mut body[APPEND_PREFIX..],
+                    self.partition.log().options().partition_id,
+                    base_offset.0,
+                    replica.next_timestamp(now_us),
+                );
+                body
             }
             other => encode_command(other).expect("not an append"),
         };

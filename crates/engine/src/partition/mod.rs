@@ -286,8 +286,7 @@ impl<S: Storage> Partition<S> {
     /// neither awaited nor fsynced here.
     pub async fn apply_append(
         &self,
-        buffer: Vec<u8>,
-        range: Range<usize>,
+        record: bytes::Bytes,
         base_offset: Offset,
         timestamp_us: u64,
     ) -> Result<Offset> {
@@ -301,7 +300,7 @@ impl<S: Storage> Partition<S> {
         );
         let receipt = self
             .log
-            .append_at_when_ready(buffer, range, || timestamp_us)
+            .append_shared_when_ready(record, || timestamp_us)
             .await?;
         assert_eq!(receipt.base_offset, base_offset, "offsets as stamped");
         assert!(self.replicated_by_group, "only a partition group applies");

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use consensus::vsr::message::{Entry, Envelope, Message, ReplicaId, Request, Snapshot};
 use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
-use consensus::wire::{decode_entry, encode_entry};
+use consensus::wire::{decode_entry, encode_entry, entry_record_head};
 use consensus::{ClientId, Op, RequestNumber, View};
 use storage::journal::Journal;
 use storage::superblock::{self, Identity, Superblock};
@@ -136,7 +136,7 @@ impl Submitter {
         let submitted = Request {
             client: self.client,
             number: request,
-            body,
+            body: body.into(),
         };
         Ok(match group.on_request(submitted, now_us).await? {
             Ok(effects) => {
@@ -209,8 +209,6 @@ pub struct Group<S: Storage, M: StateMachine> {
     fsync: bool,
     /// Ops written without an fsync since the last background one.
     unsynced: u32,
-    /// Reused for each journal record's encoding (records may be large).
-    scratch: Vec<u8>,
     /// Where frames go the moment the replica asks (so a prepare leaves
     /// before the primary's own journal write); `None`: returned as
     /// `Effect::Send` with the rest.
@@ -335,7 +333,6 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             machine,
             fsync: placement.fsync,
             unsynced: 0,
-            scratch: Vec::new(),
             outbox: None,
             replies,
         })
@@ -397,9 +394,10 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     None => effects.push(Effect::Send(envelope)),
                 },
                 Action::Journal(entry) => {
-                    self.scratch.clear();
-                    encode_entry(&entry, &mut self.scratch);
-                    let sequence = self.journal.append(&self.scratch)?;
+                    // The record is `encode_entry`'s, written without
+                    // joining its head and shared body first.
+                    let head = entry_record_head(&entry);
+                    let sequence = self.journal.append_parts(&[&head, &entry.body])?;
                     assert_eq!(sequence, entry.op.0, "journal sequence = op");
                 }
                 Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,

@@ -18,7 +18,7 @@ struct Log(Vec<Vec<u8>>);
 
 impl StateMachine for Log {
     async fn apply(&mut self, entry: &Entry) -> Vec<u8> {
-        self.0.push(entry.body.clone());
+        self.0.push(entry.body.to_vec());
         entry.op.0.to_le_bytes().to_vec()
     }
     fn snapshot(&self) -> Vec<u8> {
@@ -95,7 +95,7 @@ impl Cluster {
         let request = Request {
             client: ClientId(client),
             number: RequestNumber(number),
-            body: body.to_vec(),
+            body: body.to_vec().into(),
         };
         let group = self.net.node_mut(primary);
         let effects = group
@@ -211,7 +211,7 @@ fn given_a_snapshot_when_encoded_should_decode_to_it() {
         Request {
             client: ClientId(3),
             number: RequestNumber(2),
-            body: b"four".to_vec(),
+            body: b"four".to_vec().into(),
         },
         77,
     );

@@ -86,7 +86,7 @@ impl Channel<'_> {
         }
     }
 
-    async fn write_batch(&self, batch: Vec<Vec<u8>>) -> Result<(), Closed> {
+    async fn write_batch(&self, batch: Vec<bytes::Bytes>) -> Result<(), Closed> {
         match self.tls {
             None => {
                 let mut writer = self.stream;
@@ -192,7 +192,7 @@ async fn read_frames(channel: Channel<'_>, cx: &ConnectionContext<'_>) -> Closed
     loop {
         match read_frame(channel, cx.max_message_size).await {
             Ok(Some(bytes)) => {
-                if let Some(frame) = accept_frame(&bytes, cx) {
+                if let Some(frame) = accept_frame(bytes, cx) {
                     cx.counters.received.fetch_add(1, Ordering::Relaxed);
                     if cx.inbound.send(frame).await.is_err() {
                         return Closed::InboundGone;
@@ -208,14 +208,15 @@ async fn read_frames(channel: Channel<'_>, cx: &ConnectionContext<'_>) -> Closed
 }
 
 /// Decodes and checks a whole frame; `None` (logged, counted) drops it.
-fn accept_frame(bytes: &[u8], cx: &ConnectionContext<'_>) -> Option<Frame> {
+fn accept_frame(bytes: Vec<u8>, cx: &ConnectionContext<'_>) -> Option<Frame> {
     let peer = cx.peer;
     let reject = |why: String| {
         warn!(peer, "dropping a replica frame: {why}");
         cx.counters.rejected.fetch_add(1, Ordering::Relaxed);
         None
     };
-    let frame = match wire::decode(bytes, cx.max_message_size) {
+    // The frame's buffer is shared by the entries it carries (no copy).
+    let frame = match wire::decode_shared(bytes.into(), cx.max_message_size) {
         Ok(frame) => frame,
         Err(e) => return reject(e.to_string()),
     };

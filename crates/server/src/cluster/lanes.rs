@@ -11,6 +11,8 @@
 //! receiver one empty look.
 
 use std::sync::Arc;
+
+use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use consensus::vsr::message::Message;
@@ -75,16 +77,16 @@ pub struct LaneFull(pub Lane);
 /// The sending half, cheap to clone and `Send`.
 #[derive(Clone)]
 pub struct LanesTx {
-    control: MAsyncTx<Array<Vec<u8>>>,
-    data: MAsyncTx<Array<Vec<u8>>>,
+    control: MAsyncTx<Array<Bytes>>,
+    data: MAsyncTx<Array<Bytes>>,
     doorbell: MAsyncTx<Array<()>>,
     dropped: Arc<DropCounters>,
 }
 
 /// The receiving half, owned by the peer and lent to its connection.
 pub struct LanesRx {
-    control: AsyncRx<Array<Vec<u8>>>,
-    data: AsyncRx<Array<Vec<u8>>>,
+    control: AsyncRx<Array<Bytes>>,
+    data: AsyncRx<Array<Bytes>>,
     doorbell: AsyncRx<Array<()>>,
 }
 
@@ -110,7 +112,7 @@ pub fn lanes(capacity: usize) -> (LanesTx, LanesRx) {
 
 impl LanesTx {
     /// Queues one encoded frame without waiting.
-    pub fn push(&self, lane: Lane, frame: Vec<u8>) -> Result<(), LaneFull> {
+    pub fn push(&self, lane: Lane, frame: Bytes) -> Result<(), LaneFull> {
         let queue = match lane {
             Lane::Control => &self.control,
             Lane::Data => &self.data,
@@ -136,7 +138,7 @@ impl LanesTx {
 impl LanesRx {
     /// Waits for frames and takes up to `max` of them, control first.
     /// `None` once every sender is gone.
-    pub async fn next_batch(&self, max: usize) -> Option<Vec<Vec<u8>>> {
+    pub async fn next_batch(&self, max: usize) -> Option<Vec<Bytes>> {
         assert!(max > 0);
         loop {
             let mut batch = Vec::new();
@@ -151,7 +153,7 @@ impl LanesRx {
     }
 }
 
-fn take(lane: &AsyncRx<Array<Vec<u8>>>, batch: &mut Vec<Vec<u8>>, max: usize) {
+fn take(lane: &AsyncRx<Array<Bytes>>, batch: &mut Vec<Bytes>, max: usize) {
     while batch.len() < max {
         match lane.try_recv() {
             Ok(frame) => batch.push(frame),
@@ -195,10 +197,13 @@ mod tests {
     #[test]
     fn given_a_full_lane_when_pushing_should_drop_and_count_without_touching_the_other_lane() {
         let (tx, rx) = lanes(2);
-        assert_eq!(tx.push(Lane::Data, vec![1]), Ok(()));
-        assert_eq!(tx.push(Lane::Data, vec![2]), Ok(()));
-        assert_eq!(tx.push(Lane::Data, vec![3]), Err(LaneFull(Lane::Data)));
-        assert_eq!(tx.push(Lane::Control, vec![9]), Ok(()));
+        assert_eq!(tx.push(Lane::Data, Bytes::from(vec![1])), Ok(()));
+        assert_eq!(tx.push(Lane::Data, Bytes::from(vec![2])), Ok(()));
+        assert_eq!(
+            tx.push(Lane::Data, Bytes::from(vec![3])),
+            Err(LaneFull(Lane::Data))
+        );
+        assert_eq!(tx.push(Lane::Control, Bytes::from(vec![9])), Ok(()));
         assert_eq!(
             (
                 tx.dropped().get(Lane::Data),
@@ -209,6 +214,13 @@ mod tests {
         let batch = compio::runtime::Runtime::new()
             .expect("a runtime")
             .block_on(rx.next_batch(8));
-        assert_eq!(batch, Some(vec![vec![9], vec![1], vec![2]]));
+        assert_eq!(
+            batch,
+            Some(vec![
+                Bytes::from(vec![9]),
+                Bytes::from(vec![1]),
+                Bytes::from(vec![2])
+            ])
+        );
     }
 }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use bytes::Bytes;
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::JoinHandle;
 use consensus::wire::{self, Frame};
@@ -109,10 +110,21 @@ impl LinkSender {
             "a replica sends only its own frames"
         );
         assert_eq!(frame.cluster, self.cluster, "a frame of another cluster");
+        let (lane, bytes) = Self::encode(frame);
+        self.send_encoded(to, lane, bytes)
+    }
+
+    /// A frame's lane and bytes, to queue (once encoded, to any number of
+    /// peers) with `send_encoded`.
+    pub fn encode(frame: &Frame) -> (Lane, Bytes) {
+        (Lane::of(frame), Bytes::from(wire::encode(frame)))
+    }
+
+    /// Queues an encoded frame of ours (`encode`) to `to`, as `send` does.
+    pub fn send_encoded(&self, to: ReplicaId, lane: Lane, bytes: Bytes) -> Result<(), SendError> {
         let queue = self.queues.get(&to).ok_or(SendError::UnknownPeer { to })?;
-        let lane = Lane::of(frame);
         queue
-            .push(lane, wire::encode(frame))
+            .push(lane, bytes)
             .map_err(|LaneFull(lane)| SendError::QueueFull { to, lane })
     }
 

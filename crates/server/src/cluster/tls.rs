@@ -348,11 +348,15 @@ impl TlsSession {
     }
 
     /// Seals `frames` and sends them.
-    pub async fn write_all(&self, stream: &TcpStream, frames: &[Vec<u8>]) -> Result<(), Closed> {
+    pub async fn write_all(
+        &self,
+        stream: &TcpStream,
+        frames: &[impl AsRef<[u8]>],
+    ) -> Result<(), Closed> {
         {
             let mut session = self.session.borrow_mut();
             for frame in frames {
-                std::io::Write::write_all(&mut session.writer(), frame)?;
+                std::io::Write::write_all(&mut session.writer(), frame.as_ref())?;
             }
         }
         self.flush(stream).await

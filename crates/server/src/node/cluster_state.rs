@@ -16,6 +16,7 @@ use consensus::vsr::message::{Message, ReplicaId};
 use consensus::wire::Frame;
 use engine::cluster_metadata::CreatedViews;
 use server::cluster::LinkSender;
+use server::cluster::lanes::Lane;
 use tracing::warn;
 
 /// One roster node as clients are told it (binary protocol §10.1, code
@@ -109,14 +110,28 @@ impl ClusterShared {
         let Some(links) = self.links.get() else {
             return;
         };
-        let frame = Frame {
+        if let Err(e) = links.send(to, &self.frame(group, incarnation, message)) {
+            warn!(peer = to, group, "replica frame dropped: {e}");
+        }
+    }
+
+    /// This replica's frame of `group` carrying `message`.
+    pub fn frame(&self, group: u64, incarnation: u64, message: Message) -> Frame {
+        Frame {
             cluster: self.cluster,
             from: self.replica,
             group,
             incarnation,
             message,
+        }
+    }
+
+    /// Queues an encoded frame (`LinkSender::encode`) of `group`, as `send`.
+    pub fn send_encoded(&self, to: ReplicaId, group: u64, lane: Lane, bytes: bytes::Bytes) {
+        let Some(links) = self.links.get() else {
+            return;
         };
-        if let Err(e) = links.send(to, &frame) {
+        if let Err(e) = links.send_encoded(to, lane, bytes) {
             warn!(peer = to, group, "replica frame dropped: {e}");
         }
     }

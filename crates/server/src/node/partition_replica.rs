@@ -62,6 +62,9 @@ use tracing::{error, info, warn};
 use super::cluster_commit::TICK;
 use super::cluster_state::ClusterShared;
 use super::process_stats::now_us;
+use bytes::Bytes;
+use server::cluster::LinkSender;
+use server::cluster::lanes::Lane;
 
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
@@ -213,6 +216,7 @@ impl PartitionReplica {
             tick_queued,
             wanted_purge: wanted_purge.clone(),
             purge_proposed: None,
+            last_prepare: None,
         };
         compio::runtime::spawn(task.run(rx)).detach();
         Ok(PartitionReplica {
@@ -431,6 +435,38 @@ struct Task {
     wanted_purge: Rc<Cell<u64>>,
     /// When this primary last proposed the wanted purge.
     purge_proposed: Option<Instant>,
+    /// The last prepare encoded, to queue the same bytes to every backup.
+    last_prepare: Option<(PrepareKey, Lane, Bytes)>,
+}
+
+/// What makes two prepares the same frame: the message's fields and the
+/// entry (its identity covers the content; its body is the same buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PrepareKey {
+    view: View,
+    commit: u64,
+    op: u64,
+    identity: u64,
+    body: *const u8,
+}
+
+impl PrepareKey {
+    fn of(message: &Message) -> Option<PrepareKey> {
+        match message {
+            Message::Prepare {
+                view,
+                commit,
+                entry,
+            } => Some(PrepareKey {
+                view: *view,
+                commit: commit.0,
+                op: entry.op.0,
+                identity: entry.identity,
+                body: entry.body.as_ptr(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl Task {
@@ -486,8 +522,23 @@ impl Task {
         info!(ns = self.ns, "partition replica stopped");
     }
 
-    fn send(&self, to: ReplicaId, message: Message) {
-        self.shared.send(to, self.ns, self.incarnation, message);
+    /// Queues `message` to `to`; a prepare broadcast to every backup is
+    /// encoded once and its bytes shared.
+    fn send(&mut self, to: ReplicaId, message: Message) {
+        let Some(key) = PrepareKey::of(&message) else {
+            self.shared.send(to, self.ns, self.incarnation, message);
+            return;
+        };
+        let (lane, bytes) = match &self.last_prepare {
+            Some((last, lane, bytes)) if *last == key => (*lane, bytes.clone()),
+            _ => {
+                let frame = self.shared.frame(self.ns, self.incarnation, message);
+                let (lane, bytes) = LinkSender::encode(&frame);
+                self.last_prepare = Some((key, lane, bytes.clone()));
+                (lane, bytes)
+            }
+        };
+        self.shared.send_encoded(to, self.ns, lane, bytes);
     }
 
     /// Primary: proposes the purge the metadata committed, if the group

@@ -43,17 +43,36 @@ fn entry_checksum(header_prefix: &[u8], payload: &[u8]) -> u64 {
 }
 
 /// Appends the encoded entry to `out`.
+#[cfg(test)]
 pub fn encode_entry(sequence: u64, payload: &[u8], out: &mut Vec<u8>) {
+    encode_entry_parts(sequence, &[payload], out);
+}
+
+/// Appends the entry whose payload is `parts` joined (written straight
+/// into `out`, never joined first).
+pub fn encode_entry_parts(sequence: u64, parts: &[&[u8]], out: &mut Vec<u8>) {
+    let len: usize = parts.iter().map(|part| part.len()).sum();
     assert!(
-        payload.len() <= MAX_ENTRY_PAYLOAD_BYTES,
+        len <= MAX_ENTRY_PAYLOAD_BYTES,
         "journal payload over the limit"
     );
     let start = out.len();
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.reserve(ENTRY_HEADER_SIZE + len);
+    out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&sequence.to_le_bytes());
-    let checksum = entry_checksum(&out[start..start + 12], payload);
-    out.extend_from_slice(&checksum.to_le_bytes());
-    out.extend_from_slice(payload);
+    let mut hash = Xxh3Stream::new();
+    hash.update(&out[start..start + 12]);
+    for part in parts {
+        hash.update(part);
+    }
+    out.extend_from_slice(&hash.finish().to_le_bytes());
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    debug_assert_eq!(
+        entry_checksum(&out[start..start + 12], &out[start + ENTRY_HEADER_SIZE..]),
+        u64::from_le_bytes(out[start + 12..start + 20].try_into().expect("8 bytes"))
+    );
 }
 
 /// The outcome of reading one entry at the start of a byte slice.

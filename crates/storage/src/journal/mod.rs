@@ -217,12 +217,17 @@ impl<S: Storage> Journal<S> {
     /// Buffers one record and returns its sequence. Not durable until
     /// `wait_durable(sequence)` returns.
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        self.append_parts(&[payload])
+    }
+
+    /// `append` of the payload `parts` joined (copied once, into the
+    /// pending write).
+    pub fn append_parts(&self, parts: &[&[u8]]) -> Result<u64> {
         self.check_writable()?;
-        if payload.len() > MAX_ENTRY_PAYLOAD_BYTES {
-            let reason = format!(
-                "journal payload of {} bytes exceeds {MAX_ENTRY_PAYLOAD_BYTES}",
-                payload.len()
-            );
+        let len: usize = parts.iter().map(|part| part.len()).sum();
+        if len > MAX_ENTRY_PAYLOAD_BYTES {
+            let reason =
+                format!("journal payload of {len} bytes exceeds {MAX_ENTRY_PAYLOAD_BYTES}");
             return Err(StorageError::InvalidOptions { reason });
         }
         let mut state = self.inner.state.borrow_mut();
@@ -230,7 +235,7 @@ impl<S: Storage> Journal<S> {
         let sequence = state.last_sequence;
         let start = state.end + state.pending.len() as u64;
         state.starts.insert(sequence, start);
-        format::encode_entry(sequence, payload, &mut state.pending);
+        format::encode_entry_parts(sequence, parts, &mut state.pending);
         Ok(sequence)
     }
 

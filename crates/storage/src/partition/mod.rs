@@ -35,7 +35,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use protocol::batch::{BATCH_HEADER_SIZE, Verify, stamp_record, validate_record};
+use protocol::batch::{BATCH_HEADER_SIZE, Verify, is_stamped, stamp_record, validate_record};
 
 pub use direct::DIRECT_IO_ALIGN;
 pub use frontier::{DEFAULT_OFFSET_RESERVATION, FRONTIER_FILE_NAME};
@@ -271,10 +271,22 @@ impl<S: Storage> PartitionLog<S> {
     /// cache keeps a slice of `buffer`.
     pub fn append_at(
         &self,
-        mut buffer: Vec<u8>,
+        buffer: Vec<u8>,
         range: Range<usize>,
         now_us: u64,
     ) -> Result<AppendReceipt> {
+        self.append_record(Record::Owned(buffer, range), now_us)
+    }
+
+    /// Appends a shared record (a replicated op's body) without copying it
+    /// when it already carries the stamp this log gives it (its primary
+    /// stamped it at the same offset and time); otherwise a stamped copy
+    /// is stored.
+    pub fn append_shared(&self, record: Bytes, now_us: u64) -> Result<AppendReceipt> {
+        self.append_record(Record::Shared(record), now_us)
+    }
+
+    fn append_record(&self, record: Record, now_us: u64) -> Result<AppendReceipt> {
         self.check_writable()?;
         if self.state().no_space {
             self.schedule_flush();
@@ -282,12 +294,7 @@ impl<S: Storage> PartitionLog<S> {
                 dir: self.inner.dir.clone(),
             });
         }
-        let record = buffer
-            .get_mut(range.clone())
-            .ok_or(StorageError::InvalidRecord {
-                source: protocol::batch::BatchError::TooShort { len: 0 },
-            })?;
-        let header = validate_record(record, Verify::Layout)
+        let header = validate_record(record.bytes(), Verify::Layout)
             .map_err(|source| StorageError::InvalidRecord { source })?;
         let receipt = {
             let mut state = self.state_mut();
@@ -303,8 +310,7 @@ impl<S: Storage> PartitionLog<S> {
                 return Err(error);
             }
             let base_timestamp = now_us.max(state.last_timestamp);
-            let stamped = stamp_record(
-                record,
+            let (stamped, bytes) = record.stamp(
                 self.inner.options.partition_id,
                 base_offset.0,
                 base_timestamp,
@@ -313,14 +319,14 @@ impl<S: Storage> PartitionLog<S> {
                 base_offset,
                 last_offset: Offset(stamped.last_offset()),
                 base_timestamp,
-                size_bytes: record.len() as u64,
+                size_bytes: bytes.len() as u64,
                 message_count: stamped.message_count,
             };
             let batch = CachedBatch {
                 base_offset,
                 last_offset: receipt.last_offset,
                 base_timestamp,
-                bytes: Bytes::from(buffer).slice(range),
+                bytes,
                 written: false,
             };
             state.push_batch(batch, messages);
@@ -416,6 +422,52 @@ impl<S: Storage> PartitionLog<S> {
                 cause: cause.clone(),
             }),
             None => Ok(()),
+        }
+    }
+}
+
+/// A record to append: in a buffer of its own (stamped in place) or shared
+/// (stored as it is when already stamped right, else copied).
+enum Record {
+    Owned(Vec<u8>, Range<usize>),
+    Shared(Bytes),
+}
+
+impl Record {
+    /// The record's bytes; an owned range past its buffer reads as empty
+    /// (and so fails validation).
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Record::Owned(buffer, range) => buffer.get(range.clone()).unwrap_or_default(),
+            Record::Shared(bytes) => bytes,
+        }
+    }
+
+    /// Stamps the validated record and returns it as the bytes to cache.
+    fn stamp(
+        self,
+        partition_id: u64,
+        base_offset: u64,
+        base_timestamp: u64,
+    ) -> (protocol::batch::BatchHeader, Bytes) {
+        let stamp =
+            |buffer: &mut [u8]| stamp_record(buffer, partition_id, base_offset, base_timestamp);
+        match self {
+            Record::Owned(mut buffer, range) => {
+                let header = stamp(&mut buffer[range.clone()]);
+                (header, Bytes::from(buffer).slice(range))
+            }
+            Record::Shared(bytes) => {
+                if is_stamped(&bytes, partition_id, base_offset, base_timestamp) {
+                    let header = protocol::batch::BatchHeader::read(&bytes)
+                        .expect("a validated record has a header");
+                    (header, bytes)
+                } else {
+                    let mut buffer = bytes.to_vec();
+                    let header = stamp(&mut buffer);
+                    (header, Bytes::from(buffer))
+                }
+            }
         }
     }
 }

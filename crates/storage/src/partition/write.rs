@@ -496,6 +496,20 @@ impl<S: Storage> PartitionLog<S> {
         self.append_at(buffer, range, now_us())
     }
 
+    /// `append_shared` once the log can take the record, as
+    /// `append_at_when_ready` waits.
+    pub async fn append_shared_when_ready(
+        &self,
+        record: bytes::Bytes,
+        now_us: impl FnOnce() -> u64,
+    ) -> Result<super::AppendReceipt> {
+        if let Ok(header) = BatchHeader::read(&record) {
+            self.ready_for_append(u64::from(header.message_count))
+                .await?;
+        }
+        self.append_shared(record, now_us())
+    }
+
     /// Returns once an append of `messages` messages cannot fail with
     /// `OffsetsNotReserved`: at once while the reservation covers them,
     /// otherwise after reserving more. Nothing may await between this and
