@@ -318,6 +318,21 @@ async fn given_partition_added_after_a_purge_when_restarting_should_keep_its_mes
     );
 }
 
+/// A send to partition 0 of `lost`/`t` is refused with 3004.
+async fn assert_partition_zero_refused(client: &IggyClient, why: &str) {
+    let mut messages = vec![payload_message("refused", 0, 10)];
+    let refused = client
+        .send_messages(
+            &name("lost"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .expect_err(why);
+    assert_eq!(refused.as_code(), 3004, "{why}: {refused}");
+}
+
 /// A partition directory lost while the server was down is noticed: the
 /// server initialized that partition (its record in
 /// `partition-initialization/` says so) and has nobody to refill it from,
@@ -373,16 +388,7 @@ async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_par
     let server = TestServer::start(&workdir, &ServerOptions::default());
     let client = root_client(server.tcp()).await;
     let mut messages = vec![payload_message("after", 0, 10)];
-    let refused = client
-        .send_messages(
-            &name("lost"),
-            &name("t"),
-            &Partitioning::partition_id(0),
-            &mut messages,
-        )
-        .await
-        .expect_err("a partition whose history is lost is not served");
-    assert_eq!(refused.as_code(), 3004, "{refused}");
+    assert_partition_zero_refused(&client, "a partition whose history is lost is not served").await;
     assert!(!partition_zero.exists(), "not recreated empty");
     let polled = client
         .poll_messages(
@@ -422,16 +428,7 @@ async fn given_a_lost_partition_directory_when_restarting_should_refuse_that_par
     std::fs::create_dir_all(&partition_zero).unwrap();
     let server = TestServer::start(&workdir, &ServerOptions::default());
     let client = root_client(server.tcp()).await;
-    let refused = client
-        .send_messages(
-            &name("lost"),
-            &name("t"),
-            &Partitioning::partition_id(0),
-            &mut messages,
-        )
-        .await
-        .expect_err("a retired partition stays refused");
-    assert_eq!(refused.as_code(), 3004, "{refused}");
+    assert_partition_zero_refused(&client, "a retired partition stays refused").await;
     let log = std::fs::read_to_string(workdir.data().join("logs/iggy-server.log")).unwrap();
     assert!(
         log.contains("retirement.fence"),
