@@ -42,8 +42,8 @@ pub const SEALED_OVERHEAD: usize = NONCE_LEN + TAG_LEN;
 /// Bytes of the producer's frame checksum sealed after a payload.
 pub const CHECKSUM_INSIDE_LEN: usize = 8;
 
-pub(super) const FIELD_PAYLOAD: u8 = 0;
-pub(super) const FIELD_USER_HEADERS: u8 = 1;
+const FIELD_PAYLOAD: u8 = 0;
+const FIELD_USER_HEADERS: u8 = 1;
 /// Message header bytes 8..32: id, offset_delta and timestamp_delta.
 const AAD_HEADER_END: usize = MSG_USER_HEADERS_LENGTH;
 const AAD_LEN: usize = AAD_HEADER_END - MSG_ID + 1;
@@ -128,32 +128,49 @@ impl Keyring {
     }
 
     /// Opens a stored record given as its (possibly rewritten) batch header
-    /// and its frames, in whichever layout its header names. `Ok(None)` for
-    /// a plaintext batch, which is served as it is.
+    /// and its frames, into a copy. `Ok(None)` for a plaintext batch, which
+    /// is served as it is.
     pub fn decrypt_record(
         &self,
         header: &[u8; BATCH_HEADER_SIZE],
         frames: &[u8],
     ) -> Result<Option<OpenedRecord>, DecryptError> {
+        if SealMark::from_field(BatchHeader::read(header)?.key_id)?.is_none() {
+            return Ok(None);
+        }
+        let mut out = frames.to_vec();
+        let (opened, len) = self.decrypt_record_in_place(header, &mut out)?;
+        out.truncate(len);
+        Ok(Some((opened, out)))
+    }
+
+    /// Opens a stored record where its frames lie, in whichever layout its
+    /// header names: each field is decrypted toward the start of `frames`
+    /// by what sealing added, so nothing is copied first. Returns the
+    /// rewritten header and the length of the plaintext frames, which are
+    /// `frames[..len]`. A plaintext record is left as it is. After an error
+    /// `frames` holds no record and must be dropped.
+    pub fn decrypt_record_in_place(
+        &self,
+        header: &[u8; BATCH_HEADER_SIZE],
+        frames: &mut [u8],
+    ) -> Result<([u8; BATCH_HEADER_SIZE], usize), DecryptError> {
         let parsed = BatchHeader::read(header)?;
         let Some(mark) = SealMark::from_field(parsed.key_id)? else {
-            return Ok(None);
+            return Ok((*header, frames.len()));
         };
-        let key_id = mark.key_id;
-        let key = self
-            .key(key_id)
-            .ok_or(DecryptError::UnknownKey { key_id })?;
-        let (out, checksums) = match mark.layout {
-            SealedLayout::ChecksumInside => open_frames(key, key_id, frames)?,
-            SealedLayout::Original => record_original::open_frames(key, key_id, frames)?,
-        };
+        let key = self.key(mark.key_id).ok_or(DecryptError::UnknownKey {
+            key_id: mark.key_id,
+        })?;
+        let (len, checksums) = open_frames(key, mark, frames)?;
+        assert!(len < frames.len(), "opening removes nonces and tags");
         let mut opened = parsed;
-        opened.batch_length = (BATCH_HEADER_SIZE + out.len()) as u64;
+        opened.batch_length = (BATCH_HEADER_SIZE + len) as u64;
         opened.key_id = 0;
         opened.batch_checksum = opened.checksum_over(checksums);
         let mut out_header = [0u8; BATCH_HEADER_SIZE];
         opened.write(&mut out_header);
-        Ok(Some((out_header, out)))
+        Ok((out_header, len))
     }
 }
 
@@ -174,6 +191,39 @@ fn sealed_len(plain_len: usize) -> usize {
 fn sealed_frame_len(frame: &Frame<'_>) -> usize {
     let payload = frame.payload().len() + CHECKSUM_INSIDE_LEN;
     MESSAGE_HEADER_SIZE + sealed_len(payload) + sealed_len(frame.user_headers().len())
+}
+
+/// The additional data of a field in either layout (the original one's is
+/// shorter).
+struct FieldAad {
+    bytes: [u8; AAD_LEN],
+    len: usize,
+}
+
+impl FieldAad {
+    fn of(layout: SealedLayout, frame: &[u8], field: u8) -> Self {
+        match layout {
+            SealedLayout::ChecksumInside => Self {
+                bytes: aad(frame, field),
+                len: AAD_LEN,
+            },
+            SealedLayout::Original => {
+                let original = record_original::aad(frame, field);
+                let mut bytes = [0u8; AAD_LEN];
+                bytes[..original.len()].copy_from_slice(&original);
+                Self {
+                    bytes,
+                    len: original.len(),
+                }
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for FieldAad {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// The additional data of one field of the frame whose bytes are `frame`.
@@ -236,82 +286,123 @@ fn seal_field(
     u32::try_from(plain_len + SEALED_OVERHEAD).expect("a frame field fits u32")
 }
 
-/// Copies and opens every frame; returns the plaintext frames and their
-/// checksums (the producer's, opened with each payload).
+/// Opens every frame of `frames` where it lies, moving it toward the start
+/// by what sealing added (`write` never passes `read`); returns the length
+/// of the plaintext frames and their checksums.
 fn open_frames(
     key: &LessSafeKey,
-    key_id: KeyId,
-    frames: &[u8],
-) -> Result<(Vec<u8>, Vec<u64>), DecryptError> {
-    let mut out = Vec::with_capacity(frames.len());
+    mark: SealMark,
+    frames: &mut [u8],
+) -> Result<(usize, Vec<u64>), DecryptError> {
+    let (mut read, mut write) = (0, 0);
     let mut checksums = Vec::new();
-    for (index, item) in Frames::new(frames).enumerate() {
-        let index = index as u32;
-        let (_, frame) = item.map_err(|_| DecryptError::Malformed { index })?;
-        let bytes = frame.as_bytes();
-        let start = out.len();
-        out.extend_from_slice(&bytes[..MESSAGE_HEADER_SIZE]);
-        let fail = DecryptError::Authentication { index, key_id };
-        let opened = open_field(key, aad(bytes, FIELD_PAYLOAD), frame.payload(), &mut out)
-            .ok_or(fail.clone())?;
-        // Authenticated, so this only fails for a layout sealing never writes.
-        let payload = opened
-            .checked_sub(CHECKSUM_INSIDE_LEN as u32)
-            .filter(|&len| len > 0)
-            .ok_or(DecryptError::Malformed { index })?;
-        let checksum_at = out.len() - CHECKSUM_INSIDE_LEN;
-        let checksum = u64::from_le_bytes(out[checksum_at..].try_into().expect("8 bytes"));
-        out.truncate(checksum_at);
-        let headers_aad = aad(bytes, FIELD_USER_HEADERS);
-        let headers = open_field(key, headers_aad, frame.user_headers(), &mut out).ok_or(fail)?;
-        let header = &mut out[start..start + MESSAGE_HEADER_SIZE];
-        put_u32(header, MSG_PAYLOAD_LENGTH, payload);
-        put_u32(header, MSG_USER_HEADERS_LENGTH, headers);
-        header[MSG_CHECKSUM..MSG_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
-        debug_assert_eq!(xxh3_64(&out[start + MSG_ID..]), checksum, "authenticated");
+    while read < frames.len() {
+        let index = checksums.len() as u32;
+        let (payload_sealed, headers_sealed) = match Frames::new(&frames[read..]).next() {
+            Some(Ok((_, frame))) => (frame.payload().len(), frame.user_headers().len()),
+            _ => return Err(DecryptError::Malformed { index }),
+        };
+        frames.copy_within(read..read + MESSAGE_HEADER_SIZE, write);
+        let header: [u8; MESSAGE_HEADER_SIZE] = frames[write..write + MESSAGE_HEADER_SIZE]
+            .try_into()
+            .expect("a whole message header");
+        let aad = |field| FieldAad::of(mark.layout, &header, field);
+        let fail = DecryptError::Authentication {
+            index,
+            key_id: mark.key_id,
+        };
+        let payload_at = (read + MESSAGE_HEADER_SIZE, write + MESSAGE_HEADER_SIZE);
+        let payload_opened =
+            open_field_within(key, aad(FIELD_PAYLOAD), frames, payload_at, payload_sealed)
+                .ok_or(fail.clone())?;
+        let (payload, checksum) = match mark.layout {
+            SealedLayout::ChecksumInside => {
+                let payload = payload_opened
+                    .checked_sub(CHECKSUM_INSIDE_LEN)
+                    .ok_or(DecryptError::Malformed { index })?;
+                let at = payload_at.1 + payload;
+                let bytes = frames[at..at + CHECKSUM_INSIDE_LEN]
+                    .try_into()
+                    .expect("8 bytes");
+                (payload, Some(u64::from_le_bytes(bytes)))
+            }
+            SealedLayout::Original => (payload_opened, None),
+        };
+        // Authenticated, so an empty payload is a layout sealing never writes.
+        if payload == 0 {
+            return Err(DecryptError::Malformed { index });
+        }
+        let headers_at = (payload_at.0 + payload_sealed, payload_at.1 + payload);
+        let headers = open_field_within(
+            key,
+            aad(FIELD_USER_HEADERS),
+            frames,
+            headers_at,
+            headers_sealed,
+        )
+        .ok_or(fail)?;
+        let end = headers_at.1 + headers;
+        let frame = &mut frames[write..end];
+        put_u32(frame, MSG_PAYLOAD_LENGTH, len_u32(payload));
+        put_u32(frame, MSG_USER_HEADERS_LENGTH, len_u32(headers));
+        let checksum = match checksum {
+            Some(checksum) => {
+                frame[MSG_CHECKSUM..MSG_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
+                debug_assert_eq!(xxh3_64(&frame[MSG_ID..]), checksum, "authenticated");
+                checksum
+            }
+            None => finish_frame(frame),
+        };
         checksums.push(checksum);
+        (read, write) = (headers_at.0 + headers_sealed, end);
     }
-    Ok((out, checksums))
+    Ok((write, checksums))
 }
 
-/// Appends the plaintext of a sealed field (copied, then opened where it
-/// lies); returns its length, `None` when it fails to open. An empty field
-/// stays empty.
-pub(super) fn open_field(
+/// Opens the sealed field at `frames[at.0..at.0 + sealed_len]` so that its
+/// plaintext lands at `frames[at.1..]` (`at.1 <= at.0`); returns the
+/// plaintext's length, `None` when it fails to open. An empty field stays
+/// empty.
+fn open_field_within(
     key: &LessSafeKey,
-    aad_bytes: impl AsRef<[u8]>,
-    sealed: &[u8],
-    out: &mut Vec<u8>,
-) -> Option<u32> {
-    if sealed.is_empty() {
+    aad_bytes: FieldAad,
+    frames: &mut [u8],
+    at: (usize, usize),
+    sealed_len: usize,
+) -> Option<usize> {
+    let (from, to) = at;
+    assert!(to <= from, "a field only moves toward the start");
+    if sealed_len == 0 {
         return Some(0);
     }
-    if sealed.len() < SEALED_OVERHEAD {
+    if sealed_len < SEALED_OVERHEAD {
         return None;
     }
-    let nonce: [u8; NONCE_LEN] = sealed[..NONCE_LEN].try_into().expect("12 bytes");
-    let at = out.len();
-    out.extend_from_slice(&sealed[NONCE_LEN..]);
+    let nonce: [u8; NONCE_LEN] = frames[from..from + NONCE_LEN].try_into().expect("12 bytes");
+    let sealed_from = from + NONCE_LEN - to;
     let opened = key
-        .open_in_place(
+        .open_within(
             Nonce::assume_unique_for_key(nonce),
             Aad::from(aad_bytes),
-            &mut out[at..],
+            &mut frames[to..from + sealed_len],
+            sealed_from..,
         )
-        .ok()?
-        .len();
-    out.truncate(at + opened);
-    u32::try_from(opened).ok()
+        .ok()?;
+    Some(opened.len())
+}
+
+fn len_u32(len: usize) -> u32 {
+    u32::try_from(len).expect("a frame field fits u32")
 }
 
 /// Writes the checksum of a complete frame (header then fields) and
 /// returns it.
-pub(super) fn finish_frame(frame: &mut [u8]) -> u64 {
+fn finish_frame(frame: &mut [u8]) -> u64 {
     let checksum = xxh3_64(&frame[MSG_ID..]);
     frame[MSG_CHECKSUM..MSG_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
     checksum
 }
 
-pub(super) fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
+fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
     bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
 }

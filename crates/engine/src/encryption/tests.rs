@@ -55,6 +55,29 @@ fn given_record_when_sealing_and_opening_should_restore_the_plaintext_bytes() {
     assert_eq!(opened, plain());
 }
 
+/// Opening where the frames lie gives the producer's record, as opening
+/// into a copy does; a plaintext record is left as it is.
+#[test]
+fn given_record_when_opening_in_place_should_restore_the_plaintext_bytes() {
+    let ring = keyring(7);
+    let mut sealed = ring.encrypt_record(&plain()).unwrap();
+    stamp_record(&mut sealed, 3, 40, 5_000);
+    let (h, _) = split(&sealed);
+    let mut frames = sealed[BATCH_HEADER_SIZE..].to_vec();
+    let (header, len) = ring.decrypt_record_in_place(&h, &mut frames).unwrap();
+    let mut opened = header.to_vec();
+    opened.extend_from_slice(&frames[..len]);
+    assert_eq!(opened, plain());
+    let record = plain();
+    let mut frames = record[BATCH_HEADER_SIZE..].to_vec();
+    let (h, _) = split(&record);
+    assert_eq!(
+        ring.decrypt_record_in_place(&h, &mut frames),
+        Ok((h, frames.len()))
+    );
+    assert_eq!(frames, &record[BATCH_HEADER_SIZE..]);
+}
+
 #[test]
 fn given_sealed_record_should_hold_no_plaintext_and_sealed_lengths() {
     let sealed = keyring(7).encrypt_record(&plain()).unwrap();

@@ -2,12 +2,12 @@
 //! handler resolves the target and checks permissions on this shard, then
 //! runs the partition operation on the partition's owner.
 
-use engine::encryption::is_plaintext;
+use engine::encryption::{Keyring, is_plaintext};
 use engine::metadata::permissions::Action;
 use engine::metadata::topic::Topic;
 use engine::metadata::{ClientId, MetadataState, StreamId, UserId};
 use protocol::ErrorCode;
-use protocol::batch::{BatchError, Verify};
+use protocol::batch::{BATCH_HEADER_SIZE, BatchError, Verify};
 use protocol::checksum::xxh32;
 use protocol::header::HEADER_SIZE;
 use protocol::primitives::{ConsumerKind as WireConsumerKind, Partitioning, PollingStrategy};
@@ -266,25 +266,37 @@ fn seal(
 /// that does not open fails the poll rather than serve ciphertext.
 fn open_polled(node: &Node, mut body: PolledBody) -> Result<PolledBody, ErrorCode> {
     for (header, frames) in &mut body.records {
-        let opened = match &node.ctx.encryption {
-            Some(keyring) => keyring.decrypt_record(header, frames).map_err(|e| {
-                tracing::error!("cannot decrypt a stored batch: {e}");
-                ErrorCode::CannotDecryptData
-            })?,
-            None if is_plaintext(header) => None,
-            None => {
-                tracing::error!(
-                    "a stored batch is encrypted but system.encryption.enabled = false"
-                );
-                return Err(ErrorCode::CannotDecryptData);
-            }
-        };
-        if let Some((plain_header, plain_frames)) = opened {
-            *header = plain_header;
-            *frames = bytes::Bytes::from(plain_frames);
+        if is_plaintext(header) {
+            continue;
         }
+        let Some(keyring) = &node.ctx.encryption else {
+            tracing::error!("a stored batch is encrypted but system.encryption.enabled = false");
+            return Err(ErrorCode::CannotDecryptData);
+        };
+        open_record(keyring, header, frames)?;
     }
     Ok(body)
+}
+
+/// Opens one sealed record where its bytes lie when the poll holds the only
+/// reference to them (a disk read), otherwise in a copy (the partition's
+/// cache keeps its sealed bytes).
+fn open_record(
+    keyring: &Keyring,
+    header: &mut [u8; BATCH_HEADER_SIZE],
+    frames: &mut bytes::Bytes,
+) -> Result<(), ErrorCode> {
+    let mut buffer = bytes::BytesMut::from(std::mem::take(frames));
+    let (opened, len) = keyring
+        .decrypt_record_in_place(header, &mut buffer)
+        .map_err(|e| {
+            tracing::error!("cannot decrypt a stored batch: {e}");
+            ErrorCode::CannotDecryptData
+        })?;
+    buffer.truncate(len);
+    *header = opened;
+    *frames = buffer.freeze();
+    Ok(())
 }
 
 /// The error of a partition reply that is not the expected success.
