@@ -30,7 +30,7 @@ mod write;
 mod tests;
 
 use bytes::Bytes;
-use std::cell::{Ref, RefCell, RefMut};
+use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -189,6 +189,9 @@ struct Inner<S: Storage> {
     /// Called after each background flush (which may roll segments over),
     /// so an owner can republish figures it derives from the log.
     flush_observer: RefCell<Option<FlushObserver<S>>>,
+    /// The largest record appended or read since open: a segment read
+    /// covers records up to this size whole (`read`).
+    record_max_bytes: Cell<u64>,
 }
 
 /// See [`PartitionLog::observe_flushes`].
@@ -229,6 +232,7 @@ impl<S: Storage> PartitionLog<S> {
             io: AsyncLock::default(),
             frontier_io: AsyncLock::default(),
             flush_observer: RefCell::new(None),
+            record_max_bytes: Cell::new(0),
         };
         Self {
             inner: Rc::new(inner),
@@ -296,6 +300,7 @@ impl<S: Storage> PartitionLog<S> {
         }
         let header = validate_record(record.bytes(), Verify::Layout)
             .map_err(|source| StorageError::InvalidRecord { source })?;
+        self.note_record_len(header.batch_length);
         let receipt = {
             let mut state = self.state_mut();
             let base_offset = state.next_offset;

@@ -78,6 +78,8 @@ enum Source<F> {
         file: Rc<F>,
         path: PathBuf,
         position: u64,
+        /// What the first read should cover beyond the read-ahead.
+        first_read_bytes: u64,
         end: u64,
         last_offset: Offset,
     },
@@ -112,10 +114,16 @@ impl<S: Storage> PartitionLog<S> {
                     file,
                     path,
                     position,
+                    first_read_bytes,
                     end,
                     last_offset,
                 } => {
-                    self.read_segment(&*file, &path, position, end, &mut selection)
+                    let span = Span {
+                        position,
+                        first_read_bytes,
+                        end,
+                    };
+                    self.read_segment(&*file, &path, span, &mut selection)
                         .await?;
                     selection.cursor = selection.cursor.max(last_offset.next());
                 }
@@ -152,10 +160,21 @@ impl<S: Storage> PartitionLog<S> {
         match segment {
             Some(segment) => {
                 let entry = floor_entry(&segment.index, cursor, |e| e.offset);
+                let position = entry.map_or(0, |e| e.position);
+                let next = segment.index.partition_point(|e| e.position <= position);
+                let next_position = segment
+                    .index
+                    .get(next)
+                    .map_or(segment.size_bytes, |e| e.position);
+                // Records up to the largest seen, but not past the next
+                // index entry (which starts a record): a poll of a small
+                // record does not read a large flush's worth.
+                let record_max = self.inner.record_max_bytes.get();
                 Source::Segment {
                     file: Rc::clone(&segment.log),
                     path: segment.log_path.clone(),
-                    position: entry.map_or(0, |e| e.position),
+                    position,
+                    first_read_bytes: record_max.min(next_position.saturating_sub(position)),
                     end: segment.size_bytes,
                     last_offset: segment.last_offset.unwrap_or(cursor),
                 }
@@ -179,8 +198,7 @@ impl<S: Storage> PartitionLog<S> {
         &self,
         file: &S::File,
         path: &Path,
-        position: u64,
-        end: u64,
+        span: Span,
         selection: &mut Selection,
     ) -> Result<()> {
         let verify = if self.inner.options.validate_checksum_on_read {
@@ -188,7 +206,7 @@ impl<S: Storage> PartitionLog<S> {
         } else {
             Verify::Layout
         };
-        scan_records(file, path, position, end, |bytes, start, header, at| {
+        let record_max = scan_records(file, path, span, |bytes, start, header, at| {
             if Offset(header.last_offset()) < selection.cursor {
                 return Ok(false);
             }
@@ -198,7 +216,15 @@ impl<S: Storage> PartitionLog<S> {
             })?;
             Ok(!selection.offer(bytes, start, len))
         })
-        .await
+        .await?;
+        self.note_record_len(record_max);
+        Ok(())
+    }
+
+    /// Records that a record of `len` bytes exists (see `record_max_bytes`).
+    pub(super) fn note_record_len(&self, len: u64) {
+        let max = &self.inner.record_max_bytes;
+        max.set(max.get().max(len));
     }
 
     /// The offset of the first batch whose base timestamp is `>= timestamp_us`.
@@ -223,7 +249,12 @@ impl<S: Storage> PartitionLog<S> {
         };
         if let Some((file, path, position, end)) = on_disk {
             let mut found = None;
-            scan_records(&*file, &path, position, end, |_, _, header, _| {
+            let span = Span {
+                position,
+                first_read_bytes: READ_AHEAD_BYTES,
+                end,
+            };
+            scan_records(&*file, &path, span, |_, _, header, _| {
                 if header.base_timestamp >= timestamp_us {
                     found = Some(Offset(header.base_offset));
                 }
@@ -249,18 +280,34 @@ fn corrupt(path: &Path, position: u64, reason: String) -> StorageError {
     }
 }
 
-/// Walks the records of `file[position..end]` in order, reading ahead in
-/// large chunks. `visit(chunk, start, header, file position)` sees each
-/// record whole at `chunk[start..start + batch_length]` and returns true to
-/// stop. Any record boundary that does not add up is `Corrupt`.
+/// Where a scan reads: `file[position..end]`, the first read covering at
+/// least `first_read_bytes`.
+struct Span {
+    position: u64,
+    first_read_bytes: u64,
+    end: u64,
+}
+
+/// Walks the records of `file[span.position..span.end]` in order, reading
+/// ahead in large chunks. `visit(chunk, start, header, file position)` sees
+/// each record whole at `chunk[start..start + batch_length]` and returns true
+/// to stop. Any record boundary that does not add up is `Corrupt`. Returns
+/// the largest record length seen.
+///
+/// A read covers at least the read-ahead, the caller's first read size and
+/// the largest record this scan has seen, so a record larger than the
+/// read-ahead is rarely cut at a read's end and read again.
 async fn scan_records<F: StorageFile>(
     file: &F,
     path: &Path,
-    mut position: u64,
-    end: u64,
+    span: Span,
     mut visit: impl FnMut(&Bytes, usize, &BatchHeader, u64) -> Result<bool>,
-) -> Result<()> {
-    let mut want = READ_AHEAD_BYTES;
+) -> Result<u64> {
+    let Span {
+        mut position, end, ..
+    } = span;
+    let mut want = span.first_read_bytes.max(READ_AHEAD_BYTES);
+    let mut record_max = 0u64;
     while position < end {
         let len = want.min(end - position);
         let bytes = file
@@ -284,29 +331,26 @@ async fn scan_records<F: StorageFile>(
                     format!("impossible batch_length {record_len}"),
                 ));
             }
+            record_max = record_max.max(record_len);
             if at as u64 + record_len > chunk.len() as u64 {
                 break;
             }
             if visit(&chunk, at, &header, record_position)? {
-                return Ok(());
+                return Ok(record_max);
             }
             at += record_len as usize;
         }
-        if at == 0 && position + (chunk.len() as u64) < end {
-            // One record larger than the read-ahead: read it whole next time.
-            let header =
-                BatchHeader::read(&chunk).map_err(|e| corrupt(path, position, e.to_string()))?;
-            want = header.batch_length.max(READ_AHEAD_BYTES);
-        } else if at == 0 {
+        if at == 0 && position + (chunk.len() as u64) >= end {
             return Err(corrupt(
                 path,
                 position,
                 "record runs past the end of the segment".to_owned(),
             ));
-        } else {
-            want = READ_AHEAD_BYTES;
         }
+        // A record cut at the end of this chunk starts the next read, which
+        // holds it whole (`record_max` covers it when its header was read).
+        want = record_max.max(READ_AHEAD_BYTES);
         position += at as u64;
     }
-    Ok(())
+    Ok(record_max)
 }

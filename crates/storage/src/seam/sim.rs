@@ -76,6 +76,7 @@ struct SimFs {
     faults: SimFaults,
     syncs_done: u64,
     writes_done: u64,
+    bytes_read: u64,
     crashed: bool,
 }
 
@@ -324,6 +325,11 @@ impl SimStorage {
         self.fs.borrow().syncs_done
     }
 
+    /// Bytes `read_exact_at` returned so far, over every file.
+    pub fn bytes_read(&self) -> u64 {
+        self.fs.borrow().bytes_read
+    }
+
     pub fn is_crashed(&self) -> bool {
         self.fs.borrow().crashed
     }
@@ -522,7 +528,7 @@ impl SimFile {
 
 impl StorageFile for SimFile {
     async fn read_exact_at(&self, len: usize, pos: u64) -> io::Result<Vec<u8>> {
-        let fs = self.fs.borrow();
+        let mut fs = self.fs.borrow_mut();
         fs.check_alive()?;
         let content = &fs
             .inodes
@@ -530,7 +536,7 @@ impl StorageFile for SimFile {
             .ok_or_else(crashed_error)?
             .volatile;
         let start = usize::try_from(pos).map_err(io::Error::other)?;
-        content
+        let bytes = content
             .get(start..start + len)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| {
@@ -538,7 +544,9 @@ impl StorageFile for SimFile {
                     io::ErrorKind::UnexpectedEof,
                     "file ends before the requested range",
                 )
-            })
+            })?;
+        fs.bytes_read += len as u64;
+        Ok(bytes)
     }
 
     async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> BufResult<(), B> {

@@ -132,6 +132,37 @@ async fn given_byte_and_count_limits_when_reading_should_slice_and_always_progre
     );
 }
 
+/// Records larger than the read-ahead (1 MiB) are each read from the disk
+/// once, not cut at the read-ahead and read again: a read covers the largest
+/// record seen, up to the next index entry.
+#[compio::test]
+async fn given_records_larger_than_the_read_ahead_when_polling_should_read_each_once() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        segment_size_bytes: 64 << 20,
+        cache_size_bytes: 0,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    let records: Vec<Vec<u8>> = (0..3).map(|tag| record(tag, 3, 400_000)).collect();
+    let record_len = records[0].len() as u64;
+    assert!(record_len > 1 << 20, "larger than the read-ahead");
+    for (tag, record) in (0..).zip(records) {
+        log.append(record, tag).unwrap();
+        log.flush().await.unwrap();
+    }
+    for first in [3, 0, 6] {
+        let before = storage.bytes_read();
+        let polled = log.read(Offset(first), 3, u64::MAX).await.unwrap();
+        assert_eq!(polled[0].first_offset, Offset(first));
+        assert_eq!(storage.bytes_read() - before, record_len, "poll at {first}");
+    }
+    let before = storage.bytes_read();
+    let polled = log.read(Offset(0), 9, u64::MAX).await.unwrap();
+    assert_eq!(messages_of(&polled).len(), 9);
+    assert_eq!(storage.bytes_read() - before, 3 * record_len);
+}
+
 #[compio::test]
 async fn given_timestamps_when_finding_by_timestamp_should_return_first_batch_at_or_after() {
     let storage = SimStorage::new();
