@@ -55,6 +55,7 @@ use engine::cluster_partition::{
 use engine::partition::Partition;
 use engine::replicated::{Effect, GroupError, Placement};
 use protocol::ErrorCode;
+use protocol::batch::BATCH_HEADER_SIZE;
 use storage::superblock::Identity;
 use storage::{Offset, RealStorage};
 use tracing::{error, info, warn};
@@ -937,8 +938,14 @@ fn find_in_log(replica: &consensus::vsr::VsrReplica, command: &Command, floor: O
         },
         other => encode_command(other).expect("not an append"),
     };
+    // An append's batch header is stamped by the primary (offset, time,
+    // batch checksum), so its messages are what identifies it.
     let matches = |body: &[u8]| match command {
-        Command::Append { .. } => body.get(APPEND_PREFIX..) == Some(&wanted[..]) && body[0] == 1,
+        Command::Append { .. } => {
+            body.first() == Some(&1)
+                && wanted.len() > BATCH_HEADER_SIZE
+                && body.get(APPEND_PREFIX + BATCH_HEADER_SIZE..) == wanted.get(BATCH_HEADER_SIZE..)
+        }
         _ => body == &wanted[..],
     };
     let start = replica.checkpoint_op().0.max(1);
