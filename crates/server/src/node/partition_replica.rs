@@ -976,3 +976,47 @@ fn forward_reply(view: View, nonce: u64, op: Op, code: u32) -> Message {
         code,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use consensus::vsr::message::Request;
+    use consensus::vsr::{Timing, VsrReplica};
+    use consensus::{ClientId, RequestNumber};
+    use protocol::batch::{build_record, stamp_record};
+
+    use super::*;
+
+    fn append(record: &[u8]) -> Command {
+        Command::Append {
+            buffer: record.to_vec(),
+            range: 0..record.len(),
+        }
+    }
+
+    /// A forwarded append is found by its messages although the primary
+    /// stamped its header (offset, time, checksum) before proposing it.
+    #[test]
+    fn given_a_stamped_append_in_the_log_when_judging_its_forward_should_find_it() {
+        let record = build_record(9, &[(1, b"one", b""), (2, b"two", b"")]);
+        let mut body = encode_append(Offset(40), &record);
+        stamp_record(&mut body[APPEND_PREFIX..], 3, 40, 1_000);
+        assert_ne!(&body[APPEND_PREFIX..], &record[..], "the header changed");
+        let mut replica = VsrReplica::genesis(0, 1, Timing::default(), 1);
+        let request = Request {
+            client: ClientId(5),
+            number: RequestNumber(1),
+            body: body.into(),
+        };
+        replica.on_request(request, 1_000).expect("admitted");
+        let found = find_in_log(&replica, &append(&record), Op(0));
+        assert!(
+            matches!(found, Fate::Committed(_) | Fate::Pending),
+            "found in the log"
+        );
+        let other = build_record(9, &[(1, b"one", b""), (3, b"six", b"")]);
+        assert!(
+            matches!(find_in_log(&replica, &append(&other), Op(0)), Fate::Dropped),
+            "another batch is not taken for it"
+        );
+    }
+}
