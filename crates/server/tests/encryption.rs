@@ -337,6 +337,17 @@ fn raw_send(stream: &mut std::net::TcpStream, session: u64, request: u64, record
 /// Raw PollMessages of partition 0 of s/t from offset 0; returns the batch
 /// records of the reply.
 fn raw_poll(stream: &mut std::net::TcpStream, session: u64, request: u64) -> Vec<Vec<u8>> {
+    let (status, records) = raw_poll_status(stream, session, request);
+    assert_eq!(status, 0);
+    records
+}
+
+/// `raw_poll`, with the reply's status (the records are empty unless 0).
+fn raw_poll_status(
+    stream: &mut std::net::TcpStream,
+    session: u64,
+    request: u64,
+) -> (u32, Vec<Vec<u8>>) {
     use protocol::primitives::{Consumer, ConsumerKind, Identifier, PollingStrategy};
     let mut body = Vec::new();
     let consumer = Consumer {
@@ -353,12 +364,12 @@ fn raw_poll(stream: &mut std::net::TcpStream, session: u64, request: u64) -> Vec
     let code = protocol::CommandCode::PollMessages;
     harness::raw::send(stream, code, session, request, &body);
     let (header, reply) = harness::raw::read_frame(stream).unwrap();
-    assert_eq!(
-        protocol::header::ReplyHeader::decode(&header)
-            .unwrap()
-            .status,
-        0
-    );
+    let status = protocol::header::ReplyHeader::decode(&header)
+        .unwrap()
+        .status;
+    if status != 0 {
+        return (status, Vec::new());
+    }
     let mut records = Vec::new();
     let mut rest = &reply[protocol::responses::PollReplyHeader::SIZE..];
     while !rest.is_empty() {
@@ -368,7 +379,7 @@ fn raw_poll(stream: &mut std::net::TcpStream, session: u64, request: u64) -> Vec
         records.push(rest[..len].to_vec());
         rest = &rest[len..];
     }
-    records
+    (status, records)
 }
 
 /// The frames of records (everything after each batch header).
@@ -425,4 +436,47 @@ async fn given_encryption_when_polling_from_memory_and_from_disk_should_return_t
     check(raw_poll(&mut raw, session, 1));
     drop(raw);
     assert!(server.stop().0.success());
+}
+
+/// Sealed frames read from disk are verified by opening them (their tags),
+/// not by rehashing: a ciphertext byte changed on disk under a running
+/// server fails the poll with CannotDecryptData (72) and serves nothing.
+#[tokio::test]
+async fn given_sealed_frame_changed_on_disk_when_polling_should_refuse_with_72() {
+    use std::os::unix::fs::FileExt;
+    let workdir = Workdir::new();
+    let encrypted = options(Some(KEY_A), None);
+    life(&workdir, &encrypted, |client, _| async move {
+        create_topic(&client).await;
+        send(&client, 0..3).await;
+    })
+    .await;
+    let segment = snapshot(&workdir.data())
+        .into_keys()
+        .find(|path| {
+            path.extension().is_some_and(|e| e == "log")
+                && path.starts_with(workdir.data().join("streams"))
+        })
+        .expect("a segment file");
+    let server = TestServer::start(&workdir, &encrypted);
+    let mut raw = harness::raw::connect(server.tcp());
+    let session = harness::raw::login(&mut raw);
+    assert_eq!(raw_poll(&mut raw, session, 1).len(), 1, "served from disk");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap();
+    let ciphertext = protocol::batch::BATCH_HEADER_SIZE + protocol::batch::MESSAGE_HEADER_SIZE + 20;
+    let mut byte = [0u8; 1];
+    std::fs::File::open(&segment)
+        .unwrap()
+        .read_exact_at(&mut byte, ciphertext as u64)
+        .unwrap();
+    file.write_all_at(&[byte[0] ^ 1], ciphertext as u64)
+        .unwrap();
+    let (status, records) = raw_poll_status(&mut raw, session, 2);
+    assert_eq!(status, protocol::ErrorCode::CannotDecryptData as u32);
+    assert!(records.is_empty());
+    drop(raw);
+    server.stop();
 }

@@ -25,7 +25,7 @@ use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 
 pub use record::{
     CHECKSUM_INSIDE_LEN, DecryptError, NONCE_LEN, OpenedRecord, SEALED_OVERHEAD, TAG_LEN,
-    is_plaintext,
+    is_plaintext, opening_authenticates,
 };
 
 /// Bytes of an AES-256 key.

@@ -180,6 +180,22 @@ pub fn is_plaintext(header: &[u8; BATCH_HEADER_SIZE]) -> bool {
     BatchHeader::read(header).is_ok_and(|h| h.key_id == 0)
 }
 
+/// Whether opening a stored batch authenticates every frame byte its frame
+/// checksums cover, so a read that hands it to the opener need not rehash
+/// its frames (storage `Verify::BatchChecksum`): true in the
+/// `ChecksumInside` layout, whose tags cover the fields and the additional
+/// data the id and deltas (lengths and reserved bytes are checked by the
+/// layout); the original layout leaves the deltas unauthenticated.
+pub fn opening_authenticates(header: &BatchHeader) -> bool {
+    matches!(
+        SealMark::from_field(header.key_id),
+        Ok(Some(SealMark {
+            layout: SealedLayout::ChecksumInside,
+            ..
+        }))
+    )
+}
+
 fn sealed_len(plain_len: usize) -> usize {
     if plain_len == 0 {
         0

@@ -452,7 +452,12 @@ impl<S: Storage> Partition<S> {
             (Some(from), Some(visible)) if from <= visible => {
                 let available = visible.messages_since(from).saturating_add(1);
                 let count = count.min(u32::try_from(available).unwrap_or(u32::MAX));
-                self.log.read(from, count, max_bytes).await?
+                // Sealed frames are served only once opened, which
+                // authenticates them: they are not rehashed here.
+                let authenticated = crate::encryption::opening_authenticates;
+                self.log
+                    .read_authenticated(from, count, max_bytes, authenticated)
+                    .await?
             }
             _ => Vec::new(),
         };

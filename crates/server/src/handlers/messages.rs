@@ -290,7 +290,13 @@ fn open_record(
     let (opened, len) = keyring
         .decrypt_record_in_place(header, &mut buffer)
         .map_err(|e| {
-            tracing::error!("cannot decrypt a stored batch: {e}");
+            // Opening is also where sealed frames are verified on read.
+            let stored = protocol::batch::BatchHeader::read(header).unwrap_or_default();
+            tracing::error!(
+                partition_id = stored.partition_id,
+                base_offset = stored.base_offset,
+                "cannot decrypt a stored batch (corrupt, or sealed under another key): {e}"
+            );
             ErrorCode::CannotDecryptData
         })?;
     buffer.truncate(len);

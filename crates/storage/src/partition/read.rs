@@ -5,7 +5,8 @@
 //! Reads never take the `io` lock: bytes below a segment's recorded size are
 //! immutable, and a segment file handle stays valid even if retention
 //! removes the file meanwhile. A record read from disk is checked (layout
-//! always, checksums when `validate_checksum_on_read`) and a failure is a
+//! always, checksums when `validate_checksum_on_read`; frames a caller
+//! authenticates itself up to the batch checksum) and a failure is a
 //! `Corrupt` error naming file and position: corrupt bytes are never served.
 
 use bytes::Bytes;
@@ -96,6 +97,22 @@ impl<S: Storage> PartitionLog<S> {
         max_messages: u32,
         max_bytes: u64,
     ) -> Result<Vec<PolledRecord>> {
+        self.read_authenticated(from_offset, max_messages, max_bytes, |_| false)
+            .await
+    }
+
+    /// `read`, for a caller that authenticates the frames of the records
+    /// `authenticates` names when it opens them (sealed frames, opened with
+    /// their key): with `validate_checksum_on_read` such a record is checked
+    /// up to its batch checksum (`Verify::BatchChecksum`), and its frames are
+    /// not rehashed here.
+    pub async fn read_authenticated(
+        &self,
+        from_offset: Offset,
+        max_messages: u32,
+        max_bytes: u64,
+        authenticates: impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Vec<PolledRecord>> {
         let mut selection = Selection {
             cursor: from_offset,
             remaining: max_messages,
@@ -123,7 +140,7 @@ impl<S: Storage> PartitionLog<S> {
                         first_read_bytes,
                         end,
                     };
-                    self.read_segment(&*file, &path, span, &mut selection)
+                    self.read_segment(&*file, &path, span, &mut selection, &authenticates)
                         .await?;
                     selection.cursor = selection.cursor.max(last_offset.next());
                 }
@@ -200,16 +217,18 @@ impl<S: Storage> PartitionLog<S> {
         path: &Path,
         span: Span,
         selection: &mut Selection,
+        authenticates: &impl Fn(&BatchHeader) -> bool,
     ) -> Result<()> {
-        let verify = if self.inner.options.validate_checksum_on_read {
-            Verify::Checksums
-        } else {
-            Verify::Layout
-        };
+        let validate = self.inner.options.validate_checksum_on_read;
         let record_max = scan_records(file, path, span, |bytes, start, header, at| {
             if Offset(header.last_offset()) < selection.cursor {
                 return Ok(false);
             }
+            let verify = match (validate, authenticates(header)) {
+                (false, _) => Verify::Layout,
+                (true, false) => Verify::Checksums,
+                (true, true) => Verify::BatchChecksum,
+            };
             let len = header.batch_length as usize;
             validate_record(&bytes[start..start + len], verify).map_err(|error| {
                 corrupt(path, at, format!("record fails verification: {error}"))

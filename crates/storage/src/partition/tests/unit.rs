@@ -1,6 +1,8 @@
 use std::rc::Rc;
 
-use protocol::batch::{BatchHeader, Verify, validate_record};
+use protocol::batch::{
+    BATCH_HEADER_SIZE, BatchHeader, MESSAGE_HEADER_SIZE, Verify, validate_record,
+};
 
 use super::*;
 use crate::error::StorageError;
@@ -550,6 +552,43 @@ async fn given_bit_rot_after_open_when_reading_with_validation_should_refuse_the
         matches!(error, StorageError::Corrupt { position, .. } if position == second as u64),
         "{error}"
     );
+}
+
+/// A record whose frames the caller authenticates (sealed frames) is not
+/// rehashed: changed frame bytes pass to the caller, a changed stated
+/// checksum or header field is still caught by the batch checksum.
+#[compio::test]
+async fn given_frames_the_caller_authenticates_when_reading_should_check_only_the_batch_checksum() {
+    let storage = SimStorage::new();
+    let options = LogOptions {
+        cache_size_bytes: 0,
+        ..small_options()
+    };
+    let (log, _) = open(&storage, options).await;
+    log.append(record(1, 2, 50), 1).unwrap();
+    log.flush().await.unwrap();
+    let intact = file(&storage, &log_path(0));
+    let payload_byte = BATCH_HEADER_SIZE + MESSAGE_HEADER_SIZE + 3;
+    let stated_checksum_byte = BATCH_HEADER_SIZE + 2;
+    let base_offset_byte = 8;
+    for (at, caller_sees_it) in [
+        (payload_byte, true),
+        (stated_checksum_byte, false),
+        (base_offset_byte, false),
+    ] {
+        let mut bytes = intact.clone();
+        bytes[at] ^= 0x40;
+        storage.overwrite_durably(&log_path(0), bytes).unwrap();
+        let read = log
+            .read_authenticated(Offset(0), 2, u64::MAX, |_| true)
+            .await;
+        assert_eq!(read.is_ok(), caller_sees_it, "byte {at}");
+        let all_checked = log.read(Offset(0), 2, u64::MAX).await;
+        assert!(
+            matches!(all_checked, Err(StorageError::Corrupt { .. })),
+            "byte {at}"
+        );
+    }
 }
 
 #[compio::test]
