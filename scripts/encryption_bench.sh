@@ -5,7 +5,9 @@
 # Usage:
 #   scripts/encryption_bench.sh [SERVER_BINARY] [ROUNDS]
 # Uses target/release/iggy-bench (or $BENCH) and a scratch directory
-# ($WORKDIR, default /tmp/iggy-enc). Prints one "total" line per run.
+# ($WORKDIR, default /tmp/iggy-enc). Prints one "total" line per run, then
+# the CPU time the hypervisor stole from this machine during the run (in
+# clock ticks, /proc/stat): a run with much steal was disturbed from outside.
 set -euo pipefail
 root=$(dirname "$0")/..
 server=${1:-$root/target/release/iggy-server}
@@ -44,9 +46,17 @@ start() {
     sleep 1.5
 }
 
+steal() {
+    awk '/^cpu /{print $9}' /proc/stat
+}
+
 run() {
-    "$bench" "$@" --server-address "$address" --username iggy --password iggy --quiet \
-        | grep total
+    local before
+    before=$(steal)
+    local line
+    line=$("$bench" "$@" --server-address "$address" --username iggy --password iggy --quiet \
+        | grep total)
+    echo "$line steal $(($(steal) - before))"
 }
 
 batch="--message-size 1000 --messages-per-batch 1000 --message-batches 1000"
