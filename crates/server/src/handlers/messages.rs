@@ -2,12 +2,11 @@
 //! handler resolves the target and checks permissions on this shard, then
 //! runs the partition operation on the partition's owner.
 
-use engine::encryption::{Keyring, is_plaintext};
 use engine::metadata::permissions::Action;
 use engine::metadata::topic::Topic;
 use engine::metadata::{ClientId, MetadataState, StreamId, UserId};
 use protocol::ErrorCode;
-use protocol::batch::{BATCH_HEADER_SIZE, BatchError, Verify};
+use protocol::batch::{BatchError, Verify};
 use protocol::checksum::xxh32;
 use protocol::header::HEADER_SIZE;
 use protocol::primitives::{ConsumerKind as WireConsumerKind, Partitioning, PollingStrategy};
@@ -260,51 +259,6 @@ fn seal(
     Ok((sealed, whole))
 }
 
-/// Opens the sealed records of a poll reply (storage spec §14), just
-/// before the reply leaves: every transport renders plaintext. Plaintext
-/// batches (written before encryption was enabled) pass through; a batch
-/// that does not open fails the poll rather than serve ciphertext.
-fn open_polled(node: &Node, mut body: PolledBody) -> Result<PolledBody, ErrorCode> {
-    for (header, frames) in &mut body.records {
-        if is_plaintext(header) {
-            continue;
-        }
-        let Some(keyring) = &node.ctx.encryption else {
-            tracing::error!("a stored batch is encrypted but system.encryption.enabled = false");
-            return Err(ErrorCode::CannotDecryptData);
-        };
-        open_record(keyring, header, frames)?;
-    }
-    Ok(body)
-}
-
-/// Opens one sealed record where its bytes lie when the poll holds the only
-/// reference to them (a disk read), otherwise in a copy (the partition's
-/// cache keeps its sealed bytes).
-fn open_record(
-    keyring: &Keyring,
-    header: &mut [u8; BATCH_HEADER_SIZE],
-    frames: &mut bytes::Bytes,
-) -> Result<(), ErrorCode> {
-    let mut buffer = bytes::BytesMut::from(std::mem::take(frames));
-    let (opened, len) = keyring
-        .decrypt_record_in_place(header, &mut buffer)
-        .map_err(|e| {
-            // Opening is also where sealed frames are verified on read.
-            let stored = protocol::batch::BatchHeader::read(header).unwrap_or_default();
-            tracing::error!(
-                partition_id = stored.partition_id,
-                base_offset = stored.base_offset,
-                "cannot decrypt a stored batch (corrupt, or sealed under another key): {e}"
-            );
-            ErrorCode::CannotDecryptData
-        })?;
-    buffer.truncate(len);
-    *header = opened;
-    *frames = buffer.freeze();
-    Ok(())
-}
-
 /// The error of a partition reply that is not the expected success.
 fn failure(reply: PartitionReply) -> ErrorCode {
     match reply {
@@ -464,7 +418,8 @@ pub async fn poll_partition(
         max_bytes: POLL_MAX_BYTES,
     };
     match node.partition(addr.ns(), op).await {
-        PartitionReply::Polled(body) => open_polled(node, body),
+        // Sealed records were opened on the partition's owner.
+        PartitionReply::Polled(body) => Ok(body),
         other => Err(failure(other)),
     }
 }

@@ -24,6 +24,7 @@ pub mod ownership;
 pub mod partition_replica;
 pub mod partition_stats;
 pub mod partitions;
+mod poll_opening;
 pub mod process_stats;
 mod revocation;
 pub mod shard_message;

@@ -27,6 +27,7 @@ use super::Node;
 use super::ownership::{namespace, owner};
 use super::partition_replica::{Outcome, PartitionReplica};
 use super::partition_stats::PartitionStats;
+use super::poll_opening::open_polled;
 use super::shard_message::ShardMessage;
 use server::config::DirectIo;
 
@@ -583,6 +584,25 @@ impl Node {
         .detach();
     }
 
+    /// Polls `partition` and opens the sealed records of the reply here, on
+    /// the owner, while a disk read's bytes are in this core's cache
+    /// (`poll_opening`).
+    async fn poll_opened(
+        &self,
+        partition: &OwnedPartition,
+        request: PollRequest,
+    ) -> Result<PartitionReply, PartitionError> {
+        let reply = partition.poll(request).await?;
+        let PartitionReply::Polled(mut body) = reply else {
+            return Ok(reply);
+        };
+        let keyring = self.ctx.encryption.as_deref();
+        Ok(match open_polled(keyring, &mut body.records) {
+            Ok(()) => PartitionReply::Polled(body),
+            Err(code) => PartitionReply::Failed(code),
+        })
+    }
+
     async fn execute_partition_op(&self, ns: u64, op: PartitionOp) -> PartitionReply {
         let Some(partition) = self.partitions.borrow().get(&ns).cloned() else {
             if self.fenced.borrow().contains_key(&ns) {
@@ -606,7 +626,7 @@ impl Node {
                     auto_commit,
                     max_bytes,
                 };
-                partition.poll(request).await
+                self.poll_opened(&partition, request).await
             }
             PartitionOp::GetOffset { consumer } => Ok(partition.get_offset(consumer)),
             PartitionOp::StoreOffset {
