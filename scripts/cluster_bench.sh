@@ -7,6 +7,10 @@
 # leader, which leads the new partitions' groups.
 #
 #   scripts/cluster_bench.sh [ROUNDS]
+#   scripts/cluster_bench.sh --ab OLD_SERVER NEW_SERVER [ROUNDS]
+#
+# With --ab, only the cluster runs, alternating two server builds run after
+# run (each line labelled old or new), to measure a change to the cluster.
 #
 # BIN (default target/release/iggy-server), BENCH (target/release/iggy-bench),
 # BATCHES (batches per producer, default 1000), WORKDIR (/tmp/iggy-cluster-bench).
@@ -14,6 +18,13 @@
 # p50 p90 p95 p99 p999 p9999 max).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ab=
+if [[ ${1:-} == --ab ]]; then
+  ab=1
+  old_bin=$(realpath "$2")
+  new_bin=$(realpath "$3")
+  shift 3
+fi
 rounds=${1:-3}
 batches=${BATCHES:-1000}
 bin=$(realpath "${BIN:-target/release/iggy-server}")
@@ -72,6 +83,19 @@ cluster() {
 }
 
 trap 'scripts/cluster.sh stop "$work/cluster" >/dev/null 2>&1 || true' EXIT
+if [[ -n $ab ]]; then
+  for round in $(seq "$rounds"); do
+    for durability in replicated persisted; do
+      flag=
+      [[ $durability == persisted ]] && flag=--fsync
+      for build in old new; do
+        if [[ $build == old ]]; then bin=$old_bin; else bin=$new_bin; fi
+        echo "round $round $build cluster $durability: $(cluster $flag)"
+      done
+    done
+  done
+  exit 0
+fi
 for round in $(seq "$rounds"); do
   echo "round $round single  replicated: $(single)"
   echo "round $round cluster replicated: $(cluster)"

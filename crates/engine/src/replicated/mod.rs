@@ -6,7 +6,13 @@
 //! `Effect`s for the caller (the server's replica links and sessions).
 //!
 //! Durability follows the replica's order exactly: a Journal action only
-//! buffers, Sync makes every buffered record durable, Superblock and
+//! buffers, Sync makes every buffered record durable (a `replicated`
+//! partition group's Sync only writes it to the page cache, which a process
+//! kill keeps: its journal is never fsynced on its own; a committed op
+//! becomes durable in the segments' background fsync, and the next
+//! checkpoint drops its record, usually before the kernel wrote it back;
+//! a power loss leaves such a group's head uncertain either way, replication
+//! spec §6.3), Superblock and
 //! Uncertain are atomic and durable when they return, a cut
 //! (TruncateAfter) is durable when it returns, and a checkpoint or an
 //! installed transfer replaces the journal prefix atomically. A storage
@@ -191,12 +197,6 @@ pub enum GroupError {
     },
 }
 
-/// A group that writes its journal without fsyncs starts one in the
-/// background after this many ops, so a checkpoint never meets a large
-/// unsynced journal (replication spec §6.1: `replicated` entries are
-/// fsynced in the background).
-pub const BACKGROUND_SYNC_OPS: u32 = 16;
-
 pub struct Group<S: Storage, M: StateMachine> {
     replica: VsrReplica,
     journal: Journal<S>,
@@ -206,9 +206,9 @@ pub struct Group<S: Storage, M: StateMachine> {
     /// What the superblock durably says (`None`: never written).
     persisted: Option<Superblock>,
     machine: M,
+    /// Whether a Sync fsyncs the journal (`persisted`, metadata) or only
+    /// writes it to the page cache (`replicated`, module documentation).
     fsync: bool,
-    /// Ops written without an fsync since the last background one.
-    unsynced: u32,
     /// Where frames go the moment the replica asks (so a prepare leaves
     /// before the primary's own journal write); `None`: returned as
     /// `Effect::Send` with the rest.
@@ -332,7 +332,6 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             persisted,
             machine,
             fsync: placement.fsync,
-            unsynced: 0,
             outbox: None,
             replies,
         })
@@ -402,22 +401,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 }
                 Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,
                 Action::Sync if self.fsync => self.journal.sync().await?,
-                Action::Sync => {
-                    self.journal.write_out().await?;
-                    self.unsynced += 1;
-                    if self.unsynced >= BACKGROUND_SYNC_OPS {
-                        self.unsynced = 0;
-                        let journal = self.journal.clone();
-                        // A failure poisons the journal: the next write
-                        // reports it and the replica stops (§6.7).
-                        compio::runtime::spawn(async move {
-                            if let Err(e) = journal.sync().await {
-                                tracing::error!("background journal sync failed: {e}");
-                            }
-                        })
-                        .detach();
-                    }
-                }
+                Action::Sync => self.journal.write_out().await?,
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);
                     self.store_superblock(view, log_view, uncertain).await?;

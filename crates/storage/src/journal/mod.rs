@@ -339,10 +339,19 @@ impl<S: Storage> Journal<S> {
     }
 
     /// Stores a snapshot of the state as of `sequence` (which must be
-    /// durable or appended) and compacts the WAL prefix it covers.
+    /// appended) and compacts the WAL prefix it covers. The covered records
+    /// are never fsynced for it: the snapshot replaces them, and the records
+    /// after it are rewritten durably. So a journal written without fsyncs
+    /// (a `replicated` partition group) drops its covered pages from the
+    /// page cache, mostly before the kernel ever writes them back.
     pub async fn write_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
-        self.wait_durable(sequence).await?;
+        assert!(
+            sequence <= self.last_sequence(),
+            "write_snapshot({sequence}) for a record never appended"
+        );
         let _io = self.inner.io.lock().await;
+        // Pending records are written first: compaction copies the file.
+        self.write_pending_locked().await?;
         self.check_writable()?;
         let storage = &self.inner.storage;
         let snapshot_path = self.inner.dir.join(SNAPSHOT_FILE_NAME);
@@ -350,7 +359,12 @@ impl<S: Storage> Journal<S> {
         write_atomically(storage, &snapshot_path, bytes)
             .await
             .map_err(|error| self.failed_write("snapshot write", error))?;
-        self.compact_locked(sequence).await
+        self.compact_locked(sequence).await?;
+        assert!(
+            self.durable_sequence() >= sequence,
+            "a snapshot leaves its records durable"
+        );
+        Ok(())
     }
 
     /// Cuts every record after `sequence`, durably (replicated groups: a
@@ -467,6 +481,9 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.file = Rc::new(new_file);
         state.end = kept_len;
+        // The snapshot covers every record up to `sequence`, and the
+        // rewrite fsynced every written record after it.
+        state.durable_sequence = state.durable_sequence.max(state.written_sequence);
         state.starts = std::mem::take(&mut state.starts)
             .into_iter()
             .filter(|&(s, _)| s > sequence)

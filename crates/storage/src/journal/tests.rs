@@ -342,3 +342,30 @@ async fn given_compactions_cuts_and_pending_records_when_reopening_should_keep_e
     assert_eq!(recovery.records[2].payload, b"twelve again");
     assert_eq!(journal.append(b"x").unwrap(), 13);
 }
+
+#[compio::test]
+async fn given_unsynced_records_when_snapshotting_should_not_fsync_the_covered_ones_yet_keep_the_rest_durable()
+ {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for sequence in 1..=6 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.write_out().await.unwrap();
+    let before = storage.syncs_done();
+    journal
+        .write_snapshot(4, b"state@4".to_vec())
+        .await
+        .unwrap();
+    // The snapshot (file, directory) and the rewrite (file, directory):
+    // nothing for the old file, whose records 1..=4 the snapshot replaces.
+    assert_eq!(storage.syncs_done() - before, 4, "no fsync of the old file");
+    let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    assert_eq!(recovery.snapshot.map(|s| s.sequence), Some(4));
+    let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(
+        kept,
+        [5, 6],
+        "the records after the snapshot survive a power loss"
+    );
+}
