@@ -13,7 +13,9 @@
 # run (each line labelled old or new), to measure a change to the cluster.
 #
 # BIN (default target/release/iggy-server), BENCH (target/release/iggy-bench),
-# BATCHES (batches per producer, default 1000), WORKDIR (/tmp/iggy-cluster-bench).
+# BATCHES (batches per producer, default 1000), WORKDIR (/tmp/iggy-cluster-bench),
+# WARMUP (iggy-bench --warmup-time, default 0s: e.g. 10s measures the rate
+# sustained past the page cache's first burst).
 # Prints one `total` line of iggy-bench per run (MB/s, then latencies in ms:
 # p50 p90 p95 p99 p999 p9999 max).
 set -euo pipefail
@@ -41,7 +43,7 @@ run() {
   local address=$1
   shift
   "$bench" pinned-producer --producers 2 --message-size 1000 --messages-per-batch 1000 \
-    --message-batches "$batches" --server-address "$address" --username iggy --password iggy \
+    --message-batches "$batches" --warmup-time "${WARMUP:-0s}" --server-address "$address" --username iggy --password iggy \
     --quiet "$@" | grep total || echo "FAILED"
 }
 

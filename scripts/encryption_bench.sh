@@ -7,7 +7,9 @@
 # Uses target/release/iggy-bench (or $BENCH) and a scratch directory
 # ($WORKDIR, default /tmp/iggy-enc). Prints one "total" line per run, then
 # the CPU time the hypervisor stole from this machine during the run (in
-# clock ticks, /proc/stat): a run with much steal was disturbed from outside.
+# clock ticks, /proc/stat): a run with much steal was disturbed from outside;
+# and the server's CPU seconds during the run (user + system), which the
+# machine's noise moves less than throughput.
 set -euo pipefail
 root=$(dirname "$0")/..
 server=${1:-$root/target/release/iggy-server}
@@ -50,13 +52,20 @@ steal() {
     awk '/^cpu /{print $9}' /proc/stat
 }
 
+# The server's CPU time so far (user + system), in clock ticks.
+server_cpu() {
+    awk '{print $14 + $15}' "/proc/$(cat "$workdir/pid")/stat"
+}
+
 run() {
-    local before
+    local before cpu_before
     before=$(steal)
+    cpu_before=$(server_cpu)
     local line
     line=$("$bench" "$@" --server-address "$address" --username iggy --password iggy --quiet \
         | grep total)
-    echo "$line steal $(($(steal) - before))"
+    local ticks=$(($(server_cpu) - cpu_before))
+    echo "$line steal $(($(steal) - before)) server_cpu_s $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", t / hz}')"
 }
 
 batch="--message-size 1000 --messages-per-batch 1000 --message-batches 1000"

@@ -445,3 +445,103 @@ fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new
         );
     }
 }
+
+/// Every file under `dir` with its bytes (directories skipped).
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}
+
+/// The bytes of the segment files (`*.log`) of partition 0 of `orders/t`
+/// on one node, in segment order.
+fn segment_bytes(data: &std::path::Path) -> Vec<u8> {
+    let mut segments: Vec<_> = files_under(data)
+        .into_iter()
+        .filter(|(path, _)| {
+            path.extension().is_some_and(|e| e == "log")
+                && path.to_string_lossy().contains("partitions")
+        })
+        .collect();
+    segments.sort();
+    segments.into_iter().flat_map(|(_, bytes)| bytes).collect()
+}
+
+#[test]
+fn given_encryption_on_every_node_when_sending_should_store_one_sealing_everywhere_and_serve_plaintext()
+ {
+    const MARKER: &str = "CLUSTER-PLAINTEXT-MARKER";
+    let nodes = start_cluster(
+        "[system.encryption]\nenabled = true\nkey = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"\n\n",
+    );
+    let (mut nodes, leader, runtime) = with_orders(nodes);
+    let follower = (leader + 1) % usize::from(NODES);
+    runtime.block_on(async {
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
+        // One send on the leader, one through a follower (forwarded sealed).
+        send_to(tcp_of(&nodes, leader), 0, &format!("{MARKER}-leader"), 5)
+            .await
+            .unwrap();
+        send_to(
+            tcp_of(&nodes, follower),
+            0,
+            &format!("{MARKER}-follower"),
+            5,
+        )
+        .await
+        .unwrap();
+    });
+    let expected: Vec<Vec<u8>> = (0..5)
+        .map(|i| format!("{MARKER}-leader-{i}").into_bytes())
+        .chain((0..5).map(|i| format!("{MARKER}-follower-{i}").into_bytes()))
+        .collect();
+    // Every node opens the sealed batches it applied.
+    for i in 0..nodes.len() {
+        eventually(&format!("node {i} serves the plaintext"), || {
+            let served = runtime.block_on(messages_on(tcp_of(&nodes, i), 0));
+            served.into_iter().map(|(_, p)| p).collect::<Vec<_>>() == expected
+        });
+    }
+    // No plaintext on any node's disk, and each node stores the same sealed
+    // bytes: the batch was sealed once, on the node that took the send. A
+    // graceful stop writes what the partitions still buffer.
+    for node in &mut nodes {
+        let (status, _) = node.server.take().unwrap().stop();
+        assert!(status.success(), "{status:?}");
+    }
+    let segments: Vec<Vec<u8>> = nodes
+        .iter()
+        .map(|node| {
+            let data = node.workdir.data();
+            let leaked: Vec<_> = files_under(&data)
+                .into_iter()
+                .filter(|(_, bytes)| bytes.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()))
+                .map(|(path, _)| path)
+                .collect();
+            assert!(leaked.is_empty(), "plaintext on disk: {leaked:?}");
+            segment_bytes(&data)
+        })
+        .collect();
+    assert!(
+        !segments[0].is_empty(),
+        "no segment among {:?}",
+        files_under(&nodes[0].workdir.data())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        segments.iter().all(|s| s == &segments[0]),
+        "every replica stores the same sealed bytes"
+    );
+}
