@@ -99,13 +99,24 @@ impl Faults {
             second_crash_per_million: rng.below(1_000_000) as u32,
             cold_start: rng.below(2) == 0,
             power_loss_per_million: rng.below(600_000) as u32,
-            limits: Limits {
-                // One run in four never checkpoints.
-                checkpoint_interval: match rng.below(4) {
+            limits: {
+                // One run in four never checkpoints by op count.
+                let checkpoint_interval = match rng.below(4) {
                     0 => 1 << 40,
                     _ => 4 + rng.below(45),
-                },
-                state_chunk_max: 8 + rng.below(57) as usize,
+                };
+                let state_chunk_max = 8 + rng.below(57) as usize;
+                Limits {
+                    checkpoint_interval,
+                    // A third of the runs also checkpoint by a byte budget
+                    // (drawn from nothing new, so every seed's other draws
+                    // stay as they were).
+                    checkpoint_bytes: match checkpoint_interval % 3 {
+                        0 => 16 * state_chunk_max as u64,
+                        _ => u64::MAX,
+                    },
+                    state_chunk_max,
+                }
             },
         }
     }

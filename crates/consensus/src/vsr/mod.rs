@@ -97,6 +97,11 @@ pub struct Limits {
     /// checkpoint are applied, the state is snapshotted at the commit point
     /// and the journal below it is dropped (replication spec §6.6).
     pub checkpoint_interval: u64,
+    /// The journal's byte budget: a checkpoint is also due once the bodies
+    /// of the ops applied since the last one reach this many bytes, so a
+    /// group of large ops (megabyte batches) keeps a small journal
+    /// (replication spec §6.6). `u64::MAX`: ops alone decide.
+    pub checkpoint_bytes: u64,
     /// State bytes per StateChunk (replication spec §6.5).
     pub state_chunk_max: usize,
 }
@@ -105,6 +110,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             checkpoint_interval: 1024 - 64,
+            checkpoint_bytes: u64::MAX,
             state_chunk_max: 1 << 20,
         }
     }
@@ -202,6 +208,9 @@ pub struct VsrReplica {
     snapshot: Option<Snapshot>,
     /// A checkpoint asked of the caller and not yet handed back.
     checkpoint_pending: Option<Op>,
+    /// Body bytes of the ops applied since the last checkpoint was asked
+    /// for (or since boot).
+    applied_bytes: u64,
     /// A state transfer under way (state_transfer.rs).
     transfer: Option<state_transfer::Transfer>,
     commit_min: Op,
@@ -326,6 +335,7 @@ impl VsrReplica {
             log_start,
             snapshot: durable.snapshot,
             checkpoint_pending: None,
+            applied_bytes: 0,
             transfer: None,
             commit_min: applied,
             commit_max: if single { head } else { applied },

@@ -289,6 +289,7 @@ impl VsrReplica {
             let op = self.commit_min.next();
             let entry = self.entry(op).expect("ops up to the head are held").clone();
             self.commit_min = op;
+            self.applied_bytes = self.applied_bytes.saturating_add(entry.body.len() as u64);
             if entry.client.0 != 0 {
                 self.clients.insert(entry.client, (entry.request, op));
                 self.in_pipeline.remove(&(entry.client, entry.request));

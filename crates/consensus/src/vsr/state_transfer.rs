@@ -47,13 +47,17 @@ struct Target {
 }
 
 impl VsrReplica {
-    /// After applying an op: checkpoint once `checkpoint_interval` ops were
-    /// applied above the last checkpoint (one at a time).
+    /// After applying an op: checkpoint once `checkpoint_interval` ops, or
+    /// `checkpoint_bytes` of op bodies, were applied above the last
+    /// checkpoint (one at a time).
     pub(super) fn maybe_checkpoint(&mut self, actions: &mut Vec<Action>) {
-        let due = self.commit_min.0 >= self.checkpoint_op().0 + self.limits.checkpoint_interval;
+        let due = self.commit_min.0 >= self.checkpoint_op().0 + self.limits.checkpoint_interval
+            || (self.applied_bytes >= self.limits.checkpoint_bytes
+                && self.commit_min > self.checkpoint_op());
         if !due || self.checkpoint_pending.is_some() {
             return;
         }
+        self.applied_bytes = 0;
         let entry = self
             .entry(self.commit_min)
             .expect("the applied op is in the log")

@@ -325,6 +325,7 @@ fn given_a_wiped_replica_when_only_the_primary_answers_should_not_adopt_its_view
 
 const SMALL: Limits = Limits {
     checkpoint_interval: 4,
+    checkpoint_bytes: u64::MAX,
     state_chunk_max: 20,
 };
 
@@ -564,4 +565,29 @@ fn given_two_uncertain_replicas_of_three_when_every_replica_reports_should_elect
         group.replies.last(),
         Some(&(ClientId(7), RequestNumber(4), Op(4)))
     );
+}
+
+#[test]
+fn given_a_byte_budget_when_op_bodies_reach_it_should_checkpoint_before_the_op_interval() {
+    // One-byte bodies: the third applied op reaches a 3-byte budget long
+    // before the 100-op interval.
+    let limits = Limits {
+        checkpoint_interval: 100,
+        checkpoint_bytes: 3,
+        state_chunk_max: 20,
+    };
+    let mut group = Group::with_limits(3, limits);
+    for number in 1..=7 {
+        group.request(0, 7, number).unwrap();
+    }
+    group.tick(3);
+    for id in 0..3 {
+        let replica = group.replica(id);
+        assert_eq!(
+            replica.checkpoint_op(),
+            Op(6),
+            "replica {id} checkpointed at every third byte (ops 3 and 6)"
+        );
+        assert!(replica.entry(Op(5)).is_none(), "the journal below is gone");
+    }
 }

@@ -171,6 +171,7 @@ async fn given_a_backup_killed_by_power_loss_when_restarted_should_recover_from_
 async fn given_checkpoints_when_a_replica_is_wiped_should_refill_by_state_transfer() {
     let limits = Limits {
         checkpoint_interval: 4,
+        checkpoint_bytes: u64::MAX,
         state_chunk_max: 5,
     };
     let mut cluster = Cluster::start(limits).await;
