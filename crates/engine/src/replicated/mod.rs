@@ -323,6 +323,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             )
         }
         .with_limits(placement.limits);
+        journal.set_unsynced_records(!placement.fsync);
         Ok(Group {
             replica,
             journal,

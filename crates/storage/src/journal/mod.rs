@@ -78,6 +78,9 @@ struct JournalInner<S: Storage> {
     dir: PathBuf,
     state: RefCell<JournalState<S::File>>,
     io: AsyncLock,
+    /// Records are durable only where a caller syncs them; a compaction
+    /// then rewrites the kept records without fsyncs (`set_unsynced_records`).
+    unsynced_records: std::cell::Cell<bool>,
 }
 
 /// The metadata journal; clones are handles to the same journal.
@@ -165,6 +168,7 @@ impl<S: Storage> Journal<S> {
             dir: metadata_dir.to_path_buf(),
             state: RefCell::new(state),
             io: AsyncLock::default(),
+            unsynced_records: std::cell::Cell::new(false),
         };
         Ok((
             Self {
@@ -172,6 +176,17 @@ impl<S: Storage> Journal<S> {
             },
             recovery,
         ))
+    }
+
+    /// Declares that this journal's records are never fsynced by their
+    /// owner (a `replicated` partition group, whose process-kill
+    /// durability is the page cache and whose head is uncertain after a
+    /// power loss, replication spec §6.3). A compaction then replaces the
+    /// file with its kept records without fsyncing them: still atomic for
+    /// a process kill; after a power loss either file may be there, each
+    /// consistent with the snapshot, which stays fully durable.
+    pub fn set_unsynced_records(&self, unsynced: bool) {
+        self.inner.unsynced_records.set(unsynced);
     }
 
     fn path(&self) -> PathBuf {
@@ -469,9 +484,13 @@ impl<S: Storage> Journal<S> {
                 .map_err(|error| self.poison("compaction read", error))?
         };
         let kept_len = kept.len() as u64;
-        write_atomically(&self.inner.storage, &path, kept)
-            .await
-            .map_err(|error| self.failed_write("compaction write", error))?;
+        let unsynced = self.inner.unsynced_records.get();
+        let replaced = if unsynced {
+            replace_unsynced(&self.inner.storage, &path, kept).await
+        } else {
+            write_atomically(&self.inner.storage, &path, kept).await
+        };
+        replaced.map_err(|error| self.failed_write("compaction write", error))?;
         let new_file = self
             .inner
             .storage
@@ -481,9 +500,14 @@ impl<S: Storage> Journal<S> {
         let mut state = self.inner.state.borrow_mut();
         state.file = Rc::new(new_file);
         state.end = kept_len;
-        // The snapshot covers every record up to `sequence`, and the
-        // rewrite fsynced every written record after it.
-        state.durable_sequence = state.durable_sequence.max(state.written_sequence);
+        // The snapshot covers every record up to `sequence`, and a synced
+        // rewrite made every written record after it durable.
+        let durable = if unsynced {
+            sequence
+        } else {
+            state.written_sequence
+        };
+        state.durable_sequence = state.durable_sequence.max(durable);
         state.starts = std::mem::take(&mut state.starts)
             .into_iter()
             .filter(|&(s, _)| s > sequence)
@@ -491,6 +515,23 @@ impl<S: Storage> Journal<S> {
             .collect();
         Ok(())
     }
+}
+
+/// Replaces `path` with `bytes` by a rename of a temporary sibling, with no
+/// fsync: a process kill leaves the old or the new content; a power loss
+/// may leave either, the new one possibly cut short.
+async fn replace_unsynced<S: Storage>(storage: &S, path: &Path, bytes: Vec<u8>) -> io::Result<()> {
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = Path::new(&tmp_name);
+    let file = storage.create(tmp).await?;
+    let BufResult(written, _) = file.write_all_at(bytes, 0).await;
+    drop(file);
+    if let Err(error) = written {
+        let _ = storage.remove_file(tmp).await;
+        return Err(error);
+    }
+    storage.rename(tmp, path).await
 }
 
 async fn load_snapshot<S: Storage>(storage: &S, dir: &Path) -> Result<Option<Snapshot>> {
