@@ -1,7 +1,9 @@
 //! Byte formats of the metadata journal and its snapshot.
 //!
 //! ```text
-//! journal.wal = entry*
+//! journal.wal = entry* padding?
+//!   padding: fewer than 4,096 zero bytes after the last entry, left by a
+//!   direct-I/O write (`Journal::use_direct_io`); cut off at open
 //! entry (little-endian)
 //!   0  u32 payload_length   at most MAX_ENTRY_PAYLOAD_BYTES
 //!   4  u64 sequence         1, 2, 3, ... with no gaps

@@ -29,7 +29,8 @@ pub use format::{ENTRY_HEADER_SIZE, MAX_ENTRY_PAYLOAD_BYTES, SNAPSHOT_MAGIC, SNA
 
 use crate::error::{Result, StorageError, io_error};
 use crate::lock::AsyncLock;
-use crate::seam::{Storage, StorageFile, read_whole, write_atomically};
+use crate::partition::direct::{AlignedWrite, plan_write};
+use crate::seam::{DIRECT_IO_ALIGN, Storage, StorageFile, read_whole, write_atomically};
 
 pub const JOURNAL_FILE_NAME: &str = "journal.wal";
 pub const SNAPSHOT_FILE_NAME: &str = "snapshot.bin";
@@ -58,9 +59,23 @@ pub struct JournalRecovery {
     pub truncated_tail: Option<(u64, u64, String)>,
 }
 
+/// The direct write handle of a journal and the bytes of its file's last
+/// partial block, which each direct write rewrites unchanged before the new
+/// records (`crate::partition::direct`, whose layout rule this follows).
+#[derive(Debug)]
+struct DirectJournal<F> {
+    file: Rc<F>,
+    tail: Vec<u8>,
+}
+
 #[derive(Debug)]
 struct JournalState<F> {
+    /// Reads, cuts, and writes unless `direct` is set.
     file: Rc<F>,
+    /// The direct write handle (`O_DIRECT | O_DSYNC`, `use_direct_io`): a
+    /// write through it is durable when it completes, with no page-cache
+    /// copy and no fsync.
+    direct: Option<DirectJournal<F>>,
     /// Bytes of whole entries in the file (the next write position).
     end: u64,
     pending: Vec<u8>,
@@ -124,7 +139,14 @@ impl<S: Storage> Journal<S> {
             snapshot,
             ..JournalRecovery::default()
         };
-        if replayed.valid_end < bytes.len() as u64 {
+        let tail = &bytes[usize::try_from(replayed.valid_end).unwrap_or(bytes.len())..];
+        let padding = (tail.len() as u64) < DIRECT_IO_ALIGN && tail.iter().all(|&b| b == 0);
+        if padding && !tail.is_empty() {
+            // A direct write's zero padding after the last record.
+            file.set_len(replayed.valid_end)
+                .await
+                .map_err(io_error("truncate journal", &path))?;
+        } else if replayed.valid_end < bytes.len() as u64 {
             let dropped = bytes.len() as u64 - replayed.valid_end;
             let reason = replayed.torn_reason.clone().unwrap_or_default();
             tracing::warn!(file = %path.display(), position = replayed.valid_end, dropped, %reason, "truncating torn journal tail");
@@ -155,6 +177,7 @@ impl<S: Storage> Journal<S> {
             .map_or(snapshot_sequence, |r| r.sequence);
         let state = JournalState {
             file: Rc::new(file),
+            direct: None,
             end: replayed.valid_end,
             pending: Vec::new(),
             last_sequence,
@@ -283,6 +306,9 @@ impl<S: Storage> Journal<S> {
             return Ok(());
         }
         self.write_pending_locked().await?;
+        if self.durable_sequence() >= sequence {
+            return Ok(()); // written directly, durable already
+        }
         let (file, written) = {
             let state = self.inner.state.borrow();
             (Rc::clone(&state.file), state.written_sequence)
@@ -317,6 +343,18 @@ impl<S: Storage> Journal<S> {
         if bytes.is_empty() {
             return Ok(());
         }
+        let direct = self
+            .inner
+            .state
+            .borrow()
+            .direct
+            .as_ref()
+            .map(|d| (Rc::clone(&d.file), d.tail.clone()));
+        if let Some((direct_file, tail)) = direct {
+            return self
+                .write_direct_locked(&direct_file, &tail, bytes, end, last)
+                .await;
+        }
         let len = bytes.len() as u64;
         let BufResult(written, bytes) = file.write_all_at(bytes, end).await;
         if let Err(error) = written {
@@ -343,6 +381,108 @@ impl<S: Storage> Journal<S> {
             state.pending = bytes;
         }
         Ok(())
+    }
+
+    /// Writes the pending `bytes` through the direct handle: from the
+    /// block holding `end`, its `tail` rewritten first, padded with zeros
+    /// to a block. Durable when it returns (`O_DSYNC`).
+    async fn write_direct_locked(
+        &self,
+        direct_file: &S::File,
+        tail: &[u8],
+        bytes: Vec<u8>,
+        end: u64,
+        last: u64,
+    ) -> Result<()> {
+        let len = bytes.len() as u64;
+        let records = [bytes::Bytes::from(bytes)];
+        let plan = plan_write(end, tail, &records);
+        let data_len = plan.data_len;
+        let BufResult(written, buffer) = direct_file.write_all_at(plan.buffer, plan.position).await;
+        if let Err(error) = written {
+            if !crate::error::is_disk_full(&error) {
+                return Err(self.poison("direct write", error));
+            }
+            let mut state = self.inner.state.borrow_mut();
+            let mut kept = records[0].to_vec();
+            kept.extend_from_slice(&state.pending);
+            state.pending = kept;
+            return Err(StorageError::NoSpace {
+                dir: self.inner.dir.clone(),
+            });
+        }
+        let mut state = self.inner.state.borrow_mut();
+        state.end = end + len;
+        state.written_sequence = last;
+        state.durable_sequence = state.durable_sequence.max(last);
+        if let Some(direct) = &mut state.direct {
+            direct.tail = AlignedWrite::next_tail(buffer, data_len);
+            assert_eq!(
+                direct.tail.len() as u64,
+                state.end % DIRECT_IO_ALIGN,
+                "the tail is the last partial block"
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes from now on go straight to the device, each durable when it
+    /// completes (`O_DIRECT | O_DSYNC`): for a journal whose every record
+    /// is synced before it is acknowledged, this saves the page-cache copy
+    /// and the separate fsync. Returns false where the filesystem has no
+    /// direct I/O (the journal stays buffered). The file may then end with
+    /// fewer than `DIRECT_IO_ALIGN` zero bytes of padding after its last
+    /// record, which `open` cuts off.
+    pub async fn use_direct_io(&self) -> Result<bool> {
+        let _io = self.inner.io.lock().await;
+        self.write_pending_locked().await?;
+        self.check_writable()?;
+        self.open_direct_locked().await
+    }
+
+    /// (Re)opens the direct handle on the current file and loads its tail;
+    /// the caller holds the `io` lock and has written every pending record.
+    async fn open_direct_locked(&self) -> Result<bool> {
+        let path = self.path();
+        let direct_file = match self.inner.storage.open_direct(&path, true).await {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::Unsupported => {
+                tracing::debug!(file = %path.display(), %error, "journal stays buffered");
+                self.inner.state.borrow_mut().direct = None;
+                return Ok(false);
+            }
+            Err(error) => return Err(self.poison("open for direct I/O", error)),
+        };
+        let (file, end, unsynced) = {
+            let state = self.inner.state.borrow();
+            (
+                Rc::clone(&state.file),
+                state.end,
+                state.written_sequence > state.durable_sequence,
+            )
+        };
+        if unsynced {
+            // Records written through the page cache so far become durable
+            // before direct writes follow them.
+            file.sync_data()
+                .await
+                .map_err(|error| self.poison("fsync", error))?;
+        }
+        let tail_len = end % DIRECT_IO_ALIGN;
+        let tail = if tail_len == 0 {
+            Vec::new()
+        } else {
+            file.read_exact_at(tail_len as usize, end - tail_len)
+                .await
+                .map_err(|error| self.poison("read journal tail", error))?
+        };
+        let mut state = self.inner.state.borrow_mut();
+        state.durable_sequence = state.durable_sequence.max(state.written_sequence);
+        state.direct = Some(DirectJournal {
+            file: Rc::new(direct_file),
+            tail,
+        });
+        Ok(true)
     }
 
     /// Writes every record appended so far to the file, without an fsync:
@@ -416,13 +556,19 @@ impl<S: Storage> Journal<S> {
         file.sync_data()
             .await
             .map_err(|error| self.poison("fsync", error))?;
-        let mut state = self.inner.state.borrow_mut();
-        state.end = keep;
-        state.starts.retain(|&s, _| s <= sequence);
-        state.last_sequence = sequence;
-        state.written_sequence = sequence;
-        state.durable_sequence = state.durable_sequence.min(sequence);
-        assert_eq!(state.end, keep, "the file ends at the cut");
+        let direct = {
+            let mut state = self.inner.state.borrow_mut();
+            state.end = keep;
+            state.starts.retain(|&s, _| s <= sequence);
+            state.last_sequence = sequence;
+            state.written_sequence = sequence;
+            state.durable_sequence = state.durable_sequence.min(sequence);
+            assert_eq!(state.end, keep, "the file ends at the cut");
+            state.direct.is_some()
+        };
+        if direct {
+            self.open_direct_locked().await?;
+        }
         Ok(())
     }
 
@@ -451,13 +597,19 @@ impl<S: Storage> Journal<S> {
             .open(&path)
             .await
             .map_err(|error| self.poison("journal reopen", error))?;
-        let mut state = self.inner.state.borrow_mut();
-        state.file = Rc::new(new_file);
-        state.end = 0;
-        state.starts.clear();
-        state.last_sequence = sequence;
-        state.written_sequence = sequence;
-        state.durable_sequence = sequence;
+        let direct = {
+            let mut state = self.inner.state.borrow_mut();
+            state.file = Rc::new(new_file);
+            state.end = 0;
+            state.starts.clear();
+            state.last_sequence = sequence;
+            state.written_sequence = sequence;
+            state.durable_sequence = sequence;
+            state.direct.is_some()
+        };
+        if direct {
+            self.open_direct_locked().await?;
+        }
         Ok(())
     }
 
@@ -497,6 +649,7 @@ impl<S: Storage> Journal<S> {
             .open(&path)
             .await
             .map_err(|error| self.poison("compaction reopen", error))?;
+        let direct = self.inner.state.borrow().direct.is_some();
         let mut state = self.inner.state.borrow_mut();
         state.file = Rc::new(new_file);
         state.end = kept_len;
@@ -513,6 +666,10 @@ impl<S: Storage> Journal<S> {
             .filter(|&(s, _)| s > sequence)
             .map(|(s, start)| (s, start - keep_from))
             .collect();
+        drop(state);
+        if direct {
+            self.open_direct_locked().await?;
+        }
         Ok(())
     }
 }
