@@ -342,19 +342,9 @@ impl Group {
 
 #[test]
 fn given_a_checkpoint_interval_when_ops_commit_should_checkpoint_and_drop_the_journal_below() {
-    let mut group = Group::with_limits(3, SMALL);
-    for number in 1..=6 {
-        group.request(0, 7, number).unwrap();
-    }
-    group.tick(3);
+    let group = checkpointed_group(SMALL, 6, Op(4));
     for id in 0..3 {
         let replica = group.replica(id);
-        assert_eq!(
-            replica.checkpoint_op(),
-            Op(4),
-            "replica {id} checkpointed at op 4"
-        );
-        assert!(replica.entry(Op(3)).is_none(), "the journal below is gone");
         assert!(
             replica.entry(Op(4)).is_some(),
             "the checkpoint's op is kept"
@@ -576,18 +566,24 @@ fn given_a_byte_budget_when_op_bodies_reach_it_should_checkpoint_before_the_op_i
         checkpoint_bytes: 3,
         state_chunk_max: 20,
     };
+    checkpointed_group(limits, 7, Op(6));
+}
+
+/// A group of three with `limits` that committed `ops` requests, each
+/// replica checkpointed at `at` with the journal below it gone.
+fn checkpointed_group(limits: Limits, ops: u64, at: Op) -> Group {
     let mut group = Group::with_limits(3, limits);
-    for number in 1..=7 {
+    for number in 1..=ops {
         group.request(0, 7, number).unwrap();
     }
     group.tick(3);
     for id in 0..3 {
         let replica = group.replica(id);
-        assert_eq!(
-            replica.checkpoint_op(),
-            Op(6),
-            "replica {id} checkpointed at every third byte (ops 3 and 6)"
+        assert_eq!(replica.checkpoint_op(), at, "replica {id}");
+        assert!(
+            replica.entry(Op(at.0 - 1)).is_none(),
+            "the journal below is gone"
         );
-        assert!(replica.entry(Op(5)).is_none(), "the journal below is gone");
     }
+    group
 }

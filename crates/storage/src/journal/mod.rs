@@ -649,24 +649,25 @@ impl<S: Storage> Journal<S> {
             .open(&path)
             .await
             .map_err(|error| self.poison("compaction reopen", error))?;
-        let direct = self.inner.state.borrow().direct.is_some();
-        let mut state = self.inner.state.borrow_mut();
-        state.file = Rc::new(new_file);
-        state.end = kept_len;
-        // The snapshot covers every record up to `sequence`, and a synced
-        // rewrite made every written record after it durable.
-        let durable = if unsynced {
-            sequence
-        } else {
-            state.written_sequence
+        let direct = {
+            let mut state = self.inner.state.borrow_mut();
+            state.file = Rc::new(new_file);
+            state.end = kept_len;
+            // The snapshot covers every record up to `sequence`, and a
+            // synced rewrite made every written record after it durable.
+            let durable = if unsynced {
+                sequence
+            } else {
+                state.written_sequence
+            };
+            state.durable_sequence = state.durable_sequence.max(durable);
+            state.starts = std::mem::take(&mut state.starts)
+                .into_iter()
+                .filter(|&(s, _)| s > sequence)
+                .map(|(s, start)| (s, start - keep_from))
+                .collect();
+            state.direct.is_some()
         };
-        state.durable_sequence = state.durable_sequence.max(durable);
-        state.starts = std::mem::take(&mut state.starts)
-            .into_iter()
-            .filter(|&(s, _)| s > sequence)
-            .map(|(s, start)| (s, start - keep_from))
-            .collect();
-        drop(state);
         if direct {
             self.open_direct_locked().await?;
         }
