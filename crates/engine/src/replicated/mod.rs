@@ -443,6 +443,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 Action::Checkpoint(mut snapshot) => {
                     let started = std::time::Instant::now();
                     self.machine.persist().await?;
+                    let persisted = started.elapsed();
                     snapshot.state = encode_state(&self.machine, &self.replies);
                     let payload = encode_snapshot(&snapshot);
                     let op = snapshot.op().0;
@@ -453,6 +454,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         dir = %self.dir.display(),
                         op,
                         elapsed_us = started.elapsed().as_micros() as u64,
+                        persist_us = persisted.as_micros() as u64,
                         "checkpoint"
                     );
                 }
