@@ -346,20 +346,10 @@ async fn given_compactions_cuts_and_pending_records_when_reopening_should_keep_e
 #[compio::test]
 async fn given_unsynced_records_when_snapshotting_should_not_fsync_the_covered_ones_yet_keep_the_rest_durable()
  {
-    let storage = SimStorage::new();
-    let (journal, _) = open(&storage).await;
-    for sequence in 1..=6 {
-        journal.append(&payload(sequence)).unwrap();
-    }
-    journal.write_out().await.unwrap();
-    let before = storage.syncs_done();
-    journal
-        .write_snapshot(4, b"state@4".to_vec())
-        .await
-        .unwrap();
+    let (storage, syncs) = snapshot_of_six_written_records(false).await;
     // The snapshot (file, directory) and the rewrite (file, directory):
     // nothing for the old file, whose records 1..=4 the snapshot replaces.
-    assert_eq!(storage.syncs_done() - before, 4, "no fsync of the old file");
+    assert_eq!(syncs, 4, "no fsync of the old file");
     let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
     assert_eq!(recovery.snapshot.map(|s| s.sequence), Some(4));
     let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
@@ -374,23 +364,8 @@ async fn given_unsynced_records_when_snapshotting_should_not_fsync_the_covered_o
 async fn given_unsynced_records_mode_when_snapshotting_should_sync_only_the_snapshot_and_recover_after_any_crash()
  {
     for mode in [CrashMode::Process, CrashMode::Clean] {
-        let storage = SimStorage::new();
-        let (journal, _) = open(&storage).await;
-        journal.set_unsynced_records(true);
-        for sequence in 1..=6 {
-            journal.append(&payload(sequence)).unwrap();
-        }
-        journal.write_out().await.unwrap();
-        let before = storage.syncs_done();
-        journal
-            .write_snapshot(4, b"state@4".to_vec())
-            .await
-            .unwrap();
-        assert_eq!(
-            storage.syncs_done() - before,
-            2,
-            "the snapshot's file and directory only"
-        );
+        let (storage, syncs) = snapshot_of_six_written_records(true).await;
+        assert_eq!(syncs, 2, "the snapshot's file and directory only");
         let (_, recovery) = open(&storage.crash(mode)).await;
         assert_eq!(recovery.snapshot.map(|s| s.sequence), Some(4));
         let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
@@ -451,4 +426,22 @@ async fn given_direct_io_when_syncing_snapshotting_cutting_and_crashing_should_k
     let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
     let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
     assert_eq!(kept, [5, 6, 7, 8, 9, 10]);
+}
+
+/// Appends records 1..=6, writes them without an fsync, snapshots at 4;
+/// the storage and the fsyncs the snapshot took.
+async fn snapshot_of_six_written_records(unsynced_records: bool) -> (SimStorage, u64) {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    journal.set_unsynced_records(unsynced_records);
+    for sequence in 1..=6 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.write_out().await.unwrap();
+    let before = storage.syncs_done();
+    journal
+        .write_snapshot(4, b"state@4".to_vec())
+        .await
+        .unwrap();
+    (storage.clone(), storage.syncs_done() - before)
 }
