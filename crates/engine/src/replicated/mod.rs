@@ -324,6 +324,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         }
         .with_limits(placement.limits);
         journal.set_unsynced_records(!placement.fsync);
+        // A group checkpoints often (partition groups every 16 MiB).
+        journal.use_snapshot_slots();
         if placement.fsync {
             // Every record is synced before its PrepareOk: write it
             // straight to the device (falls back to buffered writes where

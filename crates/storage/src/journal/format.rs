@@ -28,7 +28,7 @@ pub const MAX_ENTRY_PAYLOAD_BYTES: usize = 64 << 20;
 pub const SNAPSHOT_MAGIC: u32 = u32::from_le_bytes(*b"ISNP");
 pub const SNAPSHOT_VERSION: u16 = 1;
 pub const SNAPSHOT_HEADER_SIZE: usize = 24;
-const CHECKSUM_SIZE: usize = 8;
+pub(super) const CHECKSUM_SIZE: usize = 8;
 
 const _: () = assert!(ENTRY_HEADER_SIZE == 4 + 8 + 8);
 const _: () = assert!(MAX_ENTRY_PAYLOAD_BYTES <= u32::MAX as usize);

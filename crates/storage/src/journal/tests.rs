@@ -445,3 +445,63 @@ async fn snapshot_of_six_written_records(unsynced_records: bool) -> (SimStorage,
         .unwrap();
     (storage.clone(), storage.syncs_done() - before)
 }
+
+#[compio::test]
+async fn given_snapshot_slots_when_snapshotting_and_crashing_should_recover_the_newest_with_one_fsync_each()
+ {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    journal.use_snapshot_slots();
+    journal.set_unsynced_records(true);
+    for sequence in 1..=12 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.write_out().await.unwrap();
+    // The first snapshot creates the file (atomically), the next ones
+    // overwrite a slot in place: one fdatasync, nothing else.
+    journal
+        .write_snapshot(3, b"state@3".to_vec())
+        .await
+        .unwrap();
+    for sequence in [6, 8] {
+        let before = storage.syncs_done();
+        let state = format!("state@{sequence}").into_bytes();
+        journal.write_snapshot(sequence, state).await.unwrap();
+        assert_eq!(storage.syncs_done() - before, 1, "one fdatasync");
+    }
+    // A snapshot larger than a slot rewrites the file with bigger slots.
+    journal.write_snapshot(9, vec![9u8; 10_000]).await.unwrap();
+    journal
+        .write_snapshot(10, b"state@10".to_vec())
+        .await
+        .unwrap();
+    assert!(
+        !storage
+            .exists(&dir().join(SNAPSHOT_FILE_NAME))
+            .await
+            .unwrap(),
+        "no snapshot.bin is written"
+    );
+    let storage = storage.crash(CrashMode::Process);
+    let (reopened, recovery) = open(&storage).await;
+    let snapshot = recovery.snapshot.unwrap();
+    assert_eq!(
+        (snapshot.sequence, snapshot.payload),
+        (10, b"state@10".to_vec())
+    );
+    let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(kept, [11, 12]);
+    // Reopened, it overwrites the older slot (the one holding 9), so a
+    // power loss after this snapshot finds it, and before it finds 10.
+    reopened.use_snapshot_slots();
+    reopened
+        .write_snapshot(11, b"state@11".to_vec())
+        .await
+        .unwrap();
+    let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let snapshot = recovery.snapshot.unwrap();
+    assert_eq!(
+        (snapshot.sequence, snapshot.payload),
+        (11, b"state@11".to_vec())
+    );
+}
