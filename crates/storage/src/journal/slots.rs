@@ -46,7 +46,7 @@ impl Slots {
 /// slots: the file is then rewritten whole on the next snapshot).
 pub fn read(bytes: &[u8]) -> Slots {
     let len = bytes.len() as u64;
-    if len < 2 * MIN_SLOT_CAPACITY || len % 2 != 0 {
+    if len < 2 * MIN_SLOT_CAPACITY || !len.is_multiple_of(2) {
         return Slots::default();
     }
     let capacity = len / 2;
