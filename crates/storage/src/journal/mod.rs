@@ -31,7 +31,9 @@ pub use format::{ENTRY_HEADER_SIZE, MAX_ENTRY_PAYLOAD_BYTES, SNAPSHOT_MAGIC, SNA
 use crate::error::{Result, StorageError, io_error};
 use crate::lock::AsyncLock;
 use crate::partition::direct::{AlignedWrite, plan_write};
-use crate::seam::{DIRECT_IO_ALIGN, Storage, StorageFile, read_whole, write_atomically};
+use crate::seam::{
+    DIRECT_IO_ALIGN, Storage, StorageFile, read_whole, replace_unsynced, write_atomically,
+};
 
 pub const JOURNAL_FILE_NAME: &str = "journal.wal";
 pub const SNAPSHOT_FILE_NAME: &str = "snapshot.bin";
@@ -735,23 +737,6 @@ impl<S: Storage> Journal<S> {
         }
         Ok(())
     }
-}
-
-/// Replaces `path` with `bytes` by a rename of a temporary sibling, with no
-/// fsync: a process kill leaves the old or the new content; a power loss
-/// may leave either, the new one possibly cut short.
-async fn replace_unsynced<S: Storage>(storage: &S, path: &Path, bytes: Vec<u8>) -> io::Result<()> {
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = Path::new(&tmp_name);
-    let file = storage.create(tmp).await?;
-    let BufResult(written, _) = file.write_all_at(bytes, 0).await;
-    drop(file);
-    if let Err(error) = written {
-        let _ = storage.remove_file(tmp).await;
-        return Err(error);
-    }
-    storage.rename(tmp, path).await
 }
 
 async fn load_snapshot<S: Storage>(storage: &S, dir: &Path) -> Result<Option<Snapshot>> {

@@ -100,22 +100,46 @@ pub async fn write_atomically<S: Storage>(
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("atomic write target has no parent directory"))?;
+    let tmp = write_sibling(storage, path, bytes, true).await?;
+    storage.rename(&tmp, path).await?;
+    storage.sync_dir(dir).await
+}
+
+/// Replaces `path` with `bytes` by a rename of a temporary sibling, with no
+/// fsync: a process kill leaves the old or the new content; a power loss
+/// may leave either, the new one possibly cut short.
+pub async fn replace_unsynced<S: Storage>(
+    storage: &S,
+    path: &Path,
+    bytes: Vec<u8>,
+) -> io::Result<()> {
+    let tmp = write_sibling(storage, path, bytes, false).await?;
+    storage.rename(&tmp, path).await
+}
+
+/// Writes `bytes` to `path`'s `.tmp` sibling (synced if `sync`) and
+/// returns that path; on failure no partial sibling is left behind (it
+/// would hold space on a full disk) and `path` is untouched.
+async fn write_sibling<S: Storage>(
+    storage: &S,
+    path: &Path,
+    bytes: Vec<u8>,
+    sync: bool,
+) -> io::Result<std::path::PathBuf> {
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(".tmp");
-    let tmp = Path::new(&tmp_name);
-    let file = storage.create(tmp).await?;
+    let tmp = std::path::PathBuf::from(tmp_name);
+    let file = storage.create(&tmp).await?;
     let BufResult(written, _) = file.write_all_at(bytes, 0).await;
     if let Err(error) = written {
-        // Leave no partial temporary behind (it would hold space on a
-        // full disk); the target is untouched.
         drop(file);
-        let _ = storage.remove_file(tmp).await;
+        let _ = storage.remove_file(&tmp).await;
         return Err(error);
     }
-    file.sync_data().await?;
-    drop(file);
-    storage.rename(tmp, path).await?;
-    storage.sync_dir(dir).await
+    if sync {
+        file.sync_data().await?;
+    }
+    Ok(tmp)
 }
 
 /// Reads a whole file, or `None` when it does not exist.

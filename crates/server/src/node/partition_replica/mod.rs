@@ -28,14 +28,14 @@
 //! time, `LogChunk` back with whole committed batches. Both are handled
 //! beside the group's task, on the owning shard: the task waits in the
 //! install while the chunks arrive, and a peer serves fetches whatever its
-//! own group is doing.
+//! own group is doing (`log_fetch`).
 //!
 //! The journal of an incarnation lives in `prepares-<incarnation>/` in the
 //! partition's directory; the incarnation is the partition's
 //! `created_at_us`, carried by every frame so that frames of a deleted
 //! partition never reach its successor.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
@@ -49,8 +49,8 @@ use crossfire::mpsc::{Array, bounded_async};
 use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx};
 use engine::cluster_partition::{
-    APPEND_PREFIX, Applied, Command, Decoded, Fetched, LogSource, ReplicatedPartition, Submit,
-    decode, encode_append, encode_command, serve_fetch,
+    APPEND_PREFIX, Applied, Command, Decoded, Fetched, ReplicatedPartition, Submit, decode,
+    encode_append, encode_command,
 };
 use engine::partition::Partition;
 use engine::replicated::{Effect, GroupError, Placement};
@@ -59,6 +59,10 @@ use protocol::batch::BATCH_HEADER_SIZE;
 use storage::superblock::Identity;
 use storage::{Offset, RealStorage};
 use tracing::{error, info, warn};
+
+mod log_fetch;
+
+use log_fetch::Fetch;
 
 use super::cluster_commit::TICK;
 use super::cluster_state::ClusterShared;
@@ -94,13 +98,6 @@ const CHECKPOINT_BYTES: u64 = 16 << 20;
 /// How often a primary proposes a purge the metadata committed and the
 /// group has not carried out yet.
 const PURGE_RETRY: Duration = Duration::from_secs(1);
-/// Bytes of batches a peer sends per log fetch (at least one batch).
-const FETCH_CHUNK_BYTES: u64 = 1 << 20;
-/// How long a log fetch waits for a peer's chunk before asking another.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
-/// A refill gives up (the group stops serving, saying why) after this
-/// long without a byte of progress from any peer.
-const REFILL_STALL_LIMIT: Duration = Duration::from_secs(300);
 
 /// What a submission came to.
 #[derive(Debug)]
@@ -175,15 +172,12 @@ impl PartitionReplica {
         };
         // A nonce per group and boot, never zero.
         let nonce = (shared.nonce ^ ns.rotate_left(17) ^ incarnation) | 1;
-        let fetch = Rc::new(Fetch {
-            shared: shared.clone(),
+        let fetch = Rc::new(Fetch::new(
+            shared.clone(),
             ns,
             incarnation,
-            partition: partition.clone(),
-            waiting: RefCell::new(BTreeMap::new()),
-            next_nonce: Cell::new(1),
-            dropping: Cell::new(false),
-        });
+            partition.clone(),
+        ));
         let mut group =
             ReplicatedPartition::open(RealStorage, &dir, placement, nonce, partition, created)
                 .await?;
@@ -300,105 +294,6 @@ impl PartitionReplica {
             }
             Err(_) => {}
         }
-    }
-}
-
-/// Log fetches of one group, beside its task (see the module docs).
-struct Fetch {
-    shared: Arc<ClusterShared>,
-    ns: u64,
-    incarnation: u64,
-    partition: Rc<Partition<RealStorage>>,
-    /// Fetches sent, by nonce: the peer asked and where its chunk goes.
-    waiting: RefCell<BTreeMap<u64, (ReplicaId, TxOneshot<Fetched>)>>,
-    next_nonce: Cell<u64>,
-    /// Frames are being dropped at a full queue (logged once per run).
-    dropping: Cell<bool>,
-}
-
-impl Fetch {
-    /// A peer asks for committed batches: answered from the segments by
-    /// a task of its own.
-    fn serve(&self, peer: ReplicaId, nonce: u64, from: Offset, until: Offset) {
-        let (shared, partition) = (self.shared.clone(), self.partition.clone());
-        let (ns, incarnation) = (self.ns, self.incarnation);
-        compio::runtime::spawn(async move {
-            match serve_fetch(&partition, from, until, FETCH_CHUNK_BYTES).await {
-                Ok(fetched) => {
-                    let chunk = Message::LogChunk {
-                        view: View(0),
-                        nonce,
-                        first: fetched.first.0,
-                        end: fetched.end.0,
-                        records: fetched.records,
-                    };
-                    shared.send(peer, ns, incarnation, chunk);
-                }
-                Err(e) => warn!(ns, peer, "a peer's log fetch could not be served: {e}"),
-            }
-        })
-        .detach();
-    }
-
-    fn answered(&self, peer: ReplicaId, nonce: u64, fetched: Fetched) {
-        let mut waiting = self.waiting.borrow_mut();
-        if waiting.get(&nonce).is_some_and(|(asked, _)| *asked == peer)
-            && let Some((_, reply)) = waiting.remove(&nonce)
-        {
-            reply.send(fetched);
-        }
-    }
-
-    /// Asks `peer` once; `None` when it did not answer in time.
-    async fn ask(&self, peer: ReplicaId, from: Offset, until: Offset) -> Option<Fetched> {
-        let nonce = self.next_nonce.get();
-        self.next_nonce.set(nonce + 1);
-        let (reply, rx) = oneshot();
-        self.waiting.borrow_mut().insert(nonce, (peer, reply));
-        let fetch = Message::LogFetch {
-            view: View(0),
-            nonce,
-            from: from.0,
-            until: until.0,
-        };
-        self.shared.send(peer, self.ns, self.incarnation, fetch);
-        let answer = compio::time::timeout(FETCH_TIMEOUT, rx).await;
-        self.waiting.borrow_mut().remove(&nonce);
-        answer.ok()?.ok()
-    }
-
-    /// The group's `LogSource`: asks the peers in turn until one sends
-    /// something at `from` (or says its log starts above it).
-    fn source(self: Rc<Self>) -> LogSource {
-        Rc::new(move |from, until| {
-            let fetch = self.clone();
-            Box::pin(async move {
-                let peers: Vec<ReplicaId> = (0..fetch.shared.replicas)
-                    .filter(|&id| id != fetch.shared.replica)
-                    .collect();
-                let started = Instant::now();
-                let mut turn = 0usize;
-                loop {
-                    let peer = peers[turn % peers.len()];
-                    turn += 1;
-                    if let Some(fetched) = fetch.ask(peer, from, until).await
-                        && (!fetched.records.is_empty() || fetched.first > from)
-                    {
-                        return Ok(fetched);
-                    }
-                    if started.elapsed() > REFILL_STALL_LIMIT {
-                        return Err(format!(
-                            "no peer sent this partition's batches from offset {} in {} s",
-                            from.0,
-                            REFILL_STALL_LIMIT.as_secs()
-                        ));
-                    }
-                    if turn.is_multiple_of(peers.len()) {
-                        compio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                }
-            })
-        })
     }
 }
 
