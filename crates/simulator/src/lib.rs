@@ -82,6 +82,10 @@ pub struct Faults {
     /// Checkpoint spacing and state chunk size (small, so that journals
     /// are cut often and transfers take several chunks).
     pub limits: Limits,
+    /// Checkpoints complete up to this many ticks after the replica asks
+    /// (written beside the group, as the server's partition groups do);
+    /// 0: at once. Drawn from its own stream.
+    pub checkpoint_delay_ticks_max: u64,
 }
 
 impl Faults {
@@ -118,6 +122,7 @@ impl Faults {
                     state_chunk_max,
                 }
             },
+            checkpoint_delay_ticks_max: 0,
         }
     }
 }
@@ -185,6 +190,8 @@ pub struct Cluster {
     fault_rng: Prng,
     workload: Prng,
     nonces: Prng,
+    /// When deferred checkpoints complete.
+    checkpoints: Prng,
     clients: Vec<Client>,
     checker: Checker,
     crashes: u32,
@@ -207,7 +214,13 @@ impl Cluster {
     pub fn new(options: Options) -> Cluster {
         let n = options.replicas;
         let mut fault_rng = Prng::new(options.seed, salt::FAULTS);
-        let faults = Faults::draw(&mut fault_rng);
+        let mut faults = Faults::draw(&mut fault_rng);
+        let mut checkpoints = Prng::new(options.seed, salt::CHECKPOINTS);
+        // Half the runs complete checkpoints later than asked.
+        faults.checkpoint_delay_ticks_max = match checkpoints.below(2) {
+            0 => 0,
+            _ => 1 + checkpoints.below(40),
+        };
         let mut nonces = Prng::new(options.seed, salt::NONCES);
         let nodes = (0..n)
             .map(|id| {
@@ -258,6 +271,7 @@ impl Cluster {
             fault_rng,
             workload: Prng::new(options.seed, salt::WORKLOAD),
             nonces,
+            checkpoints,
             clients,
             checker: Checker::default(),
             crashes: 0,
@@ -308,6 +322,7 @@ impl Cluster {
                 .copied()
                 .collect();
             for group in groups {
+                self.finish_deferred_checkpoint(id, group, false)?;
                 let Some(member) = self.nodes[usize::from(id)].members.get_mut(&group) else {
                     continue; // retired, or the node crashed meanwhile
                 };
@@ -453,12 +468,24 @@ impl Cluster {
                 snapshot.state = member.encode_state();
                 let mut state = Vec::new();
                 member.state.encode(&mut state);
+                let delay_max = self.faults.checkpoint_delay_ticks_max;
+                if delay_max > 0 {
+                    assert!(member.deferred.is_none(), "one checkpoint at a time");
+                    let due = self.tick + self.checkpoints.below(delay_max + 1);
+                    member.deferred = Some((snapshot, state, due));
+                    return Ok(());
+                }
                 disk.checkpoint(snapshot.clone());
                 member.replica.checkpointed(snapshot.clone());
                 self.checker
                     .checkpoint(group, id, snapshot.op(), &state, "checkpoint")?;
             }
             Action::InstallSnapshot(snapshot) => {
+                // A deferred checkpoint completes first (the server's
+                // group waits for it before installing).
+                self.finish_deferred_checkpoint(id, group, true)?;
+                let node = &mut self.nodes[usize::from(id)];
+                let disk = node.disks.entry(group).or_default();
                 disk.install(snapshot.clone());
                 self.checker.gave_up(id, group, None, Some(snapshot.op()));
                 let member = node.members.get_mut(&group).expect("up");
@@ -476,6 +503,41 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// Completes replica `id`'s deferred checkpoint of `group` once it is
+    /// due (`now`: whatever its tick): the snapshot reaches the disk, then
+    /// the replica drops its log below it.
+    fn finish_deferred_checkpoint(
+        &mut self,
+        id: u8,
+        group: GroupId,
+        now: bool,
+    ) -> Result<(), Violation> {
+        let tick = self.tick;
+        let node = &mut self.nodes[usize::from(id)];
+        let Some(member) = node.members.get_mut(&group) else {
+            return Ok(());
+        };
+        if !member
+            .deferred
+            .as_ref()
+            .is_some_and(|(_, _, due)| now || *due <= tick)
+        {
+            return Ok(());
+        }
+        let (snapshot, state, _) = member.deferred.take().expect("deferred");
+        // Written unless a state transfer installed a newer one meanwhile.
+        if snapshot.op() > member.replica.checkpoint_op() {
+            node.disks
+                .entry(group)
+                .or_default()
+                .checkpoint(snapshot.clone());
+        }
+        member.replica.checkpointed(snapshot.clone());
+        self.note(&format!("{id} {group:?} checkpointed {:?}", snapshot.op()));
+        self.checker
+            .checkpoint(group, id, snapshot.op(), &state, "deferred checkpoint")
     }
 
     /// A metadata op's effect on this node's partition groups.

@@ -40,6 +40,11 @@ pub struct Member {
     pub state: State,
     /// Each client's latest result (what a retry is answered with).
     pub replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
+    /// A checkpoint being written beside the replica, as the server's
+    /// partition groups write theirs: the snapshot (state taken when the
+    /// replica asked), the service state it holds, and the tick its write
+    /// completes. A crash before then loses it.
+    pub deferred: Option<(Snapshot, Vec<u8>, u64)>,
 }
 
 impl Member {
@@ -50,6 +55,7 @@ impl Member {
             applied_base: 0,
             state: State::new(group),
             replies: BTreeMap::new(),
+            deferred: None,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod salt {
     pub const WORKLOAD: u64 = 0x776f_726b_6c6f_6164;
     pub const NONCES: u64 = 0x6e6f_6e63_6573_0000;
     pub const SHAPE: u64 = 0x7368_6170_6500_0000;
+    pub const CHECKPOINTS: u64 = 0x6368_6563_6b70_7400;
 }
 
 impl Prng {

@@ -55,7 +55,7 @@ use storage::{Offset, Storage, StorageError};
 
 use crate::partition::{ConsumerKey, Partition, PartitionError};
 use crate::replicated::{
-    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter,
+    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter, Work,
 };
 
 const APPEND: u8 = 1;
@@ -447,6 +447,14 @@ impl<S: Storage> PartitionMachine<S> {
     }
 }
 
+/// Makes every append so far durable in the partition's segments.
+async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), StorageError> {
+    partition.flush(true).await.map_err(|e| match e {
+        PartitionError::Storage(e) => e,
+        other => unreachable!("a flush fails only in storage: {other}"),
+    })
+}
+
 impl<S: Storage> StateMachine for PartitionMachine<S> {
     async fn apply(&mut self, entry: &Entry) -> Vec<u8> {
         let decoded = decode(&entry.body).unwrap_or_else(|e| {
@@ -495,10 +503,12 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     }
 
     async fn persist(&mut self) -> Result<(), StorageError> {
-        self.partition.flush(true).await.map_err(|e| match e {
-            PartitionError::Storage(e) => e,
-            other => unreachable!("a flush fails only in storage: {other}"),
-        })
+        sync_segments(&self.partition).await
+    }
+
+    fn persist_beside(&mut self) -> Option<Work> {
+        let partition = self.partition.clone();
+        Some(Box::pin(async move { sync_segments(&partition).await }))
     }
 
     fn snapshot(&self) -> Vec<u8> {
@@ -584,11 +594,14 @@ impl<S: Storage> ReplicatedPartition<S> {
             unsynced: 0,
             source: None,
         };
-        let group = if created {
+        let mut group = if created {
             Group::create(storage, dir, placement, nonce, machine).await?
         } else {
             Group::open(storage, dir, placement, nonce, machine).await?
         };
+        // Its segments' fsync and the snapshot's write run beside the
+        // prepares; the caller polls them (`group_mut().poll_checkpoint`).
+        group.checkpoint_beside();
         Ok(ReplicatedPartition {
             group,
             partition,
@@ -598,6 +611,10 @@ impl<S: Storage> ReplicatedPartition<S> {
 
     pub fn group(&self) -> &Group<S, PartitionMachine<S>> {
         &self.group
+    }
+
+    pub fn group_mut(&mut self) -> &mut Group<S, PartitionMachine<S>> {
+        &mut self.group
     }
 
     /// See `Group::set_outbox`.

@@ -20,6 +20,11 @@ impl<S: Storage> Member for ReplicatedPartition<S> {
         self.on_message(from, message).await.expect("storage works")
     }
     async fn tick(&mut self) -> Vec<Effect> {
+        // A checkpoint written beside the group completes at the next tick:
+        // the frames delivered before it are prepared, committed and
+        // applied while it runs.
+        let group = self.group_mut();
+        group.complete_checkpoint().await.expect("storage works");
         self.on_tick().await.expect("storage works")
     }
     fn replica(&self) -> &VsrReplica {

@@ -36,7 +36,11 @@ pub(crate) mod net;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::future::{Future, poll_fn};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use consensus::vsr::message::{Entry, Envelope, Message, ReplicaId, Request, Snapshot};
 use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
@@ -63,11 +67,31 @@ pub trait StateMachine: Sized {
     async fn persist(&mut self) -> Result<(), StorageError> {
         Ok(())
     }
+    /// `persist` as work that may run beside the group, which applies
+    /// later ops meanwhile (the work may make them durable too). `None`:
+    /// this machine persists only in line, and its checkpoints are written
+    /// in line whatever `Group::checkpoint_beside` says.
+    fn persist_beside(&mut self) -> Option<Work> {
+        None
+    }
     /// The state as bytes (equal states give equal bytes).
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with the one `snapshot` wrote (a checkpoint at
     /// boot, or one a state transfer installed).
     async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String>;
+}
+
+/// Storage work that runs beside a group's driver.
+pub type Work = Pin<Box<dyn Future<Output = Result<(), StorageError>>>>;
+
+/// A checkpoint being written beside the group: the snapshot the replica
+/// asked for (state filled in), the work that makes it durable, and what
+/// that work came to once it did.
+struct Beside {
+    snapshot: Snapshot,
+    started: Instant,
+    work: Work,
+    written: Option<Result<(), StorageError>>,
 }
 
 /// Where a checkpoint being restored comes from.
@@ -215,6 +239,10 @@ pub struct Group<S: Storage, M: StateMachine> {
     outbox: Option<Box<dyn FnMut(Envelope)>>,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
+    /// Checkpoints are written beside the group (`checkpoint_beside`).
+    beside: bool,
+    /// The checkpoint being written beside the group, if one is.
+    running: Option<Beside>,
 }
 
 impl<S: Storage, M: StateMachine> Group<S, M> {
@@ -343,6 +371,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             fsync: placement.fsync,
             outbox: None,
             replies,
+            beside: false,
+            running: None,
         })
     }
 
@@ -354,6 +384,74 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
     /// it, instead of returning it among the effects.
     pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(Envelope)>) {
         self.outbox = Some(outbox);
+    }
+
+    /// Writes checkpoints beside the group from now on: the segments'
+    /// persist and the snapshot's write run as work the caller polls
+    /// (`poll_checkpoint`) while the group goes on preparing, committing
+    /// and applying; only the journal's compaction (`finish_checkpoint`)
+    /// runs in line. For a machine without `persist_beside` it changes
+    /// nothing.
+    pub fn checkpoint_beside(&mut self) {
+        self.beside = true;
+    }
+
+    /// Polls the checkpoint written beside the group: `Ready` once its work
+    /// is done (then call `finish_checkpoint`); `Pending` while it runs or
+    /// when none does.
+    pub fn poll_checkpoint(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(running) = &mut self.running else {
+            return Poll::Pending;
+        };
+        if running.written.is_none() {
+            match running.work.as_mut().poll(cx) {
+                Poll::Ready(written) => running.written = Some(written),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(())
+    }
+
+    /// Whether a checkpoint is being written beside the group.
+    pub fn checkpoint_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Completes the checkpoint whose work `poll_checkpoint` saw done: the
+    /// journal below it is compacted and the replica drops its log there.
+    pub async fn finish_checkpoint(&mut self) -> Result<(), GroupError> {
+        let running = self.running.take().expect("a checkpoint runs beside");
+        let written = running.written.expect("its work is done");
+        written?;
+        let op = running.snapshot.op();
+        // A state transfer may have installed a newer one meanwhile (it
+        // waits for this one first, see `perform`).
+        let written_us = running.started.elapsed().as_micros() as u64;
+        let compacting = Instant::now();
+        let kept_ops = self.journal.last_sequence() - op.0;
+        if op > self.replica.checkpoint_op() {
+            self.journal.compact(op.0).await?;
+        }
+        self.replica.checkpointed(running.snapshot);
+        tracing::debug!(
+            dir = %self.dir.display(),
+            op = op.0,
+            written_us,
+            kept_ops,
+            compact_us = compacting.elapsed().as_micros() as u64,
+            "checkpoint written beside"
+        );
+        Ok(())
+    }
+
+    /// Waits for the checkpoint running beside the group, if any, and
+    /// completes it.
+    pub async fn complete_checkpoint(&mut self) -> Result<(), GroupError> {
+        if self.running.is_none() {
+            return Ok(());
+        }
+        poll_fn(|cx| self.poll_checkpoint(cx)).await;
+        self.finish_checkpoint().await
     }
 
     pub fn machine_mut(&mut self) -> &mut M {
@@ -443,7 +541,33 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     });
                 }
                 Action::Checkpoint(mut snapshot) => {
-                    let started = std::time::Instant::now();
+                    assert!(self.running.is_none(), "one checkpoint at a time");
+                    if self.beside
+                        && let Some(persist) = self.machine.persist_beside()
+                    {
+                        // The state as of the checkpoint's op is taken now;
+                        // the segments' persist and the snapshot's write
+                        // run beside the later ops, which go to a new
+                        // journal file: the finished checkpoint drops the
+                        // older one whole.
+                        self.journal.rotate().await?;
+                        snapshot.state = encode_state(&self.machine, &self.replies);
+                        let payload = encode_snapshot(&snapshot);
+                        let journal = self.journal.clone();
+                        let op = snapshot.op().0;
+                        let work: Work = Box::pin(async move {
+                            persist.await?;
+                            journal.store_snapshot(op, payload).await
+                        });
+                        self.running = Some(Beside {
+                            snapshot,
+                            started: Instant::now(),
+                            work,
+                            written: None,
+                        });
+                        continue;
+                    }
+                    let started = Instant::now();
                     self.machine.persist().await?;
                     let persisted = started.elapsed();
                     snapshot.state = encode_state(&self.machine, &self.replies);
@@ -461,6 +585,9 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     );
                 }
                 Action::InstallSnapshot(snapshot) => {
+                    // A checkpoint written beside the group finishes first:
+                    // its snapshot is older and must not land after this one.
+                    self.complete_checkpoint().await?;
                     // Verified against its checksum by the replica; a state
                     // this build cannot read is fatal before anything is
                     // written.

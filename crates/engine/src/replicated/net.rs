@@ -29,6 +29,10 @@ impl<S: Storage, M: StateMachine> Member for Group<S, M> {
         self.on_message(from, message).await.expect("storage works")
     }
     async fn tick(&mut self) -> Vec<Effect> {
+        // A checkpoint written beside the group (`checkpoint_beside`)
+        // completes at the next tick: the frames delivered before it are
+        // prepared, committed and applied while it runs.
+        self.complete_checkpoint().await.expect("storage works");
         self.on_tick().await.expect("storage works")
     }
     fn replica(&self) -> &VsrReplica {

@@ -1,7 +1,15 @@
 //! Byte formats of the metadata journal and its snapshot.
 //!
 //! ```text
-//! journal.wal = entry* padding?
+//! journal files = journal.wal? journal.<first>.wal*   (by first, ascending)
+//!   journal.wal holds entries from sequence 1 (or after a snapshot);
+//!   journal.<first>.wal (decimal, no padding: `journal.1025.wal`) was
+//!   started by `Journal::rotate` and holds entries from `first` on. A
+//!   file's entries that matter end below the next file's `first`; entries
+//!   a snapshot covers are skipped. A file that starts past the end of the
+//!   ones before it (their unsynced tail lost) is dropped at open, with
+//!   every later one, as a torn tail is.
+//! each file = entry* padding?
 //!   padding: fewer than 4,096 zero bytes after the last entry, left by a
 //!   direct-I/O write (`Journal::use_direct_io`); cut off at open
 //! entry (little-endian)

@@ -9,7 +9,12 @@
 //! and every valid record after it; see `replay` for torn tails and
 //! corruption. `write_snapshot` writes the snapshot (tmp, fsync, rename,
 //! fsync dir) and then rewrites the WAL without the covered prefix the same
-//! way, so a crash at any point leaves a consistent pair.
+//! way, so a crash at any point leaves a consistent pair. A caller that
+//! goes on appending while a snapshot is written (a partition group's
+//! checkpoint) instead starts a new file (`rotate`, `journal.<first>.wal`),
+//! writes the snapshot beside its appends (`store_snapshot`), and then
+//! drops the older files the snapshot covers whole (`compact`): no record
+//! is copied. Formats: `format`.
 
 mod format;
 mod replay;
@@ -73,8 +78,15 @@ struct DirectJournal<F> {
 
 #[derive(Debug)]
 struct JournalState<F> {
-    /// Reads, cuts, and writes unless `direct` is set.
+    /// The active file (the newest): reads, cuts, and writes unless
+    /// `direct` is set.
     file: Rc<F>,
+    /// The lowest sequence the active file may hold (its name; 0 for
+    /// `journal.wal`).
+    active_first: u64,
+    /// The older files (`rotate`), oldest first: each one's lowest
+    /// sequence and path; it holds the records below the next one's.
+    older: Vec<(u64, PathBuf)>,
     /// The direct write handle (`O_DIRECT | O_DSYNC`, `use_direct_io`): a
     /// write through it is durable when it completes, with no page-cache
     /// copy and no fsync.
@@ -94,6 +106,8 @@ struct JournalState<F> {
     /// That file's slot capacity (0: no usable file yet), the slot the next
     /// snapshot goes to, and its open handle.
     slots: (u64, u8, Option<Rc<F>>),
+    /// The sequence of the newest durable snapshot (0: none).
+    snapshot_sequence: u64,
 }
 
 struct JournalInner<S: Storage> {
@@ -101,6 +115,9 @@ struct JournalInner<S: Storage> {
     dir: PathBuf,
     state: RefCell<JournalState<S::File>>,
     io: AsyncLock,
+    /// Serialises snapshot writes; `store_snapshot` takes only this one, so
+    /// appends and their writes go on beside it (order: `io`, then this).
+    snapshot_io: AsyncLock,
     /// Records are durable only where a caller syncs them; a compaction
     /// then rewrites the kept records without fsyncs (`set_unsynced_records`).
     unsynced_records: std::cell::Cell<bool>,
@@ -140,66 +157,142 @@ impl<S: Storage> Journal<S> {
         {
             snapshot = Some(newest.clone());
         }
-        let path = metadata_dir.join(JOURNAL_FILE_NAME);
-        let exists = storage
-            .exists(&path)
-            .await
-            .map_err(io_error("stat journal", &path))?;
-        let file = if exists {
-            storage.open(&path).await
-        } else {
-            storage.create(&path).await
-        };
-        let file = file.map_err(io_error("open journal", &path))?;
-        let bytes = read_whole(&storage, &path)
-            .await
-            .map_err(io_error("read journal", &path))?
-            .unwrap_or_default();
-        let replayed = replay::replay(&bytes, &path)?;
         let mut recovery = JournalRecovery {
             snapshot,
             ..JournalRecovery::default()
         };
-        let tail = &bytes[usize::try_from(replayed.valid_end).unwrap_or(bytes.len())..];
-        let padding = (tail.len() as u64) < DIRECT_IO_ALIGN && tail.iter().all(|&b| b == 0);
-        if padding && !tail.is_empty() {
-            // A direct write's zero padding after the last record.
-            file.set_len(replayed.valid_end)
-                .await
-                .map_err(io_error("truncate journal", &path))?;
-        } else if replayed.valid_end < bytes.len() as u64 {
-            let dropped = bytes.len() as u64 - replayed.valid_end;
-            let reason = replayed.torn_reason.clone().unwrap_or_default();
-            tracing::warn!(file = %path.display(), position = replayed.valid_end, dropped, %reason, "truncating torn journal tail");
-            file.set_len(replayed.valid_end)
-                .await
-                .map_err(io_error("truncate journal", &path))?;
-            recovery.truncated_tail = Some((replayed.valid_end, dropped, reason));
-        }
-        file.sync_data()
+        let snapshot_sequence = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
+        let mut names: Vec<(u64, String)> = storage
+            .read_dir(metadata_dir)
             .await
-            .map_err(io_error("fsync journal", &path))?;
+            .map_err(io_error("list journal files", metadata_dir))?
+            .into_iter()
+            .filter_map(|name| Some((first_of_file(&name)?, name)))
+            .collect();
+        names.sort();
+        if names.is_empty() {
+            names.push((0, JOURNAL_FILE_NAME.to_owned()));
+        }
+        // Every file in order, each replayed on its own; the records above
+        // the snapshot must run on from file to file. A gap at a file's
+        // start (an older file's unsynced tail lost in a power loss) ends
+        // the journal there, as a torn tail does.
+        let mut older = Vec::new();
+        let mut opened = None;
+        let mut records = Vec::new();
+        let mut starts = BTreeMap::new();
+        let mut chain_end = None;
+        for (index, (first, name)) in names.iter().enumerate() {
+            let path = metadata_dir.join(name);
+            let exists = storage
+                .exists(&path)
+                .await
+                .map_err(io_error("stat journal", &path))?;
+            let file = if exists {
+                storage.open(&path).await
+            } else {
+                storage.create(&path).await
+            };
+            let file = file.map_err(io_error("open journal", &path))?;
+            let bytes = read_whole(&storage, &path)
+                .await
+                .map_err(io_error("read journal", &path))?
+                .unwrap_or_default();
+            let replayed = replay::replay(&bytes, &path)?;
+            if let Some(record) = replayed.records.first()
+                && record.sequence < *first
+            {
+                return Err(StorageError::Corrupt {
+                    file: path.clone(),
+                    position: 0,
+                    reason: format!("record {} in a file from {first}", record.sequence),
+                });
+            }
+            let above = replayed
+                .records
+                .iter()
+                .find(|r| r.sequence > snapshot_sequence)
+                .map(|r| r.sequence);
+            // The sequence this file must go on from: a later file that
+            // starts past it, or whose records do, follows a lost tail.
+            let expected = chain_end.unwrap_or(snapshot_sequence) + 1;
+            if index > 0 && (*first > expected || above.is_some_and(|above| above != expected)) {
+                let end = expected - 1;
+                // This file and every later one go.
+                for (_, later) in &names[index..] {
+                    let later = metadata_dir.join(later);
+                    tracing::warn!(file = %later.display(), after = end, "dropping a journal file after a gap");
+                    storage
+                        .remove_file(&later)
+                        .await
+                        .map_err(io_error("remove journal file", &later))?;
+                }
+                let reason = format!("a file from {first} after record {end}");
+                recovery.truncated_tail = Some((0, bytes.len() as u64, reason));
+                break;
+            }
+            let tail = &bytes[usize::try_from(replayed.valid_end).unwrap_or(bytes.len())..];
+            let padding = (tail.len() as u64) < DIRECT_IO_ALIGN && tail.iter().all(|&b| b == 0);
+            if padding && !tail.is_empty() {
+                // A direct write's zero padding after the last record.
+                file.set_len(replayed.valid_end)
+                    .await
+                    .map_err(io_error("truncate journal", &path))?;
+            } else if replayed.valid_end < bytes.len() as u64 {
+                let dropped = bytes.len() as u64 - replayed.valid_end;
+                let reason = replayed.torn_reason.clone().unwrap_or_default();
+                tracing::warn!(file = %path.display(), position = replayed.valid_end, dropped, %reason, "truncating torn journal tail");
+                file.set_len(replayed.valid_end)
+                    .await
+                    .map_err(io_error("truncate journal", &path))?;
+                recovery.truncated_tail = Some((replayed.valid_end, dropped, reason));
+            }
+            file.sync_data()
+                .await
+                .map_err(io_error("fsync journal", &path))?;
+            let mut position = 0u64;
+            for record in &replayed.records {
+                starts.insert(record.sequence, position);
+                position += (ENTRY_HEADER_SIZE + record.payload.len()) as u64;
+            }
+            assert_eq!(position, replayed.valid_end, "records tile the valid file");
+            if let Some(last) = replayed.records.last()
+                && last.sequence > snapshot_sequence
+            {
+                chain_end = Some(last.sequence);
+            }
+            records.extend(replayed.records);
+            if let Some((first, path, _, _)) =
+                opened.replace((*first, path, file, replayed.valid_end))
+            {
+                older.push((first, path));
+            }
+        }
         storage
             .sync_dir(metadata_dir)
             .await
             .map_err(io_error("fsync metadata directory", metadata_dir))?;
-        let snapshot_sequence = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
-        let mut starts = BTreeMap::new();
-        let mut position = 0u64;
-        for record in &replayed.records {
-            starts.insert(record.sequence, position);
-            position += (ENTRY_HEADER_SIZE + record.payload.len()) as u64;
-        }
-        assert_eq!(position, replayed.valid_end, "records tile the valid file");
-        recovery.records = records_after(replayed.records, snapshot_sequence, &path)?;
+        let (active_first, path, file, end) = opened.expect("at least one file");
+        recovery.records = records_after(records, snapshot_sequence, &path)?;
         let last_sequence = recovery
             .records
             .last()
             .map_or(snapshot_sequence, |r| r.sequence);
+        if active_first > last_sequence + 1 {
+            return Err(StorageError::Corrupt {
+                file: path,
+                position: 0,
+                reason: format!(
+                    "the file starts at {active_first}, the journal ends at {last_sequence}"
+                ),
+            });
+        }
         let state = JournalState {
             file: Rc::new(file),
+            active_first,
+            older,
             direct: None,
-            end: replayed.valid_end,
+            end,
             pending: Vec::new(),
             last_sequence,
             written_sequence: last_sequence,
@@ -208,12 +301,14 @@ impl<S: Storage> Journal<S> {
             starts,
             use_slots: false,
             slots: (slots.capacity, slots.next_slot(), None),
+            snapshot_sequence,
         };
         let inner = JournalInner {
             storage,
             dir: metadata_dir.to_path_buf(),
             state: RefCell::new(state),
             io: AsyncLock::default(),
+            snapshot_io: AsyncLock::default(),
             unsynced_records: std::cell::Cell::new(false),
         };
         Ok((
@@ -235,8 +330,10 @@ impl<S: Storage> Journal<S> {
         self.inner.unsynced_records.set(unsynced);
     }
 
+    /// The active file's path.
     fn path(&self) -> PathBuf {
-        self.inner.dir.join(JOURNAL_FILE_NAME)
+        let first = self.inner.state.borrow().active_first;
+        self.inner.dir.join(file_name(first))
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -531,12 +628,170 @@ impl<S: Storage> Journal<S> {
         // Pending records are written first: compaction copies the file.
         self.write_pending_locked().await?;
         self.check_writable()?;
-        self.store_snapshot_locked(sequence, &payload).await?;
+        {
+            let _snapshot_io = self.inner.snapshot_io.lock().await;
+            self.store_snapshot_locked(sequence, &payload).await?;
+        }
         self.compact_locked(sequence).await?;
         assert!(
             self.durable_sequence() >= sequence,
             "a snapshot leaves its records durable"
         );
+        Ok(())
+    }
+
+    /// The first half of `write_snapshot`, which runs beside the journal's
+    /// own writes: makes the snapshot of the state as of `sequence` (which
+    /// must be appended) durable, and compacts nothing. Appends, writes,
+    /// syncs and cuts of records above `sequence` go on meanwhile; `compact`
+    /// then drops the covered records. A crash between the two leaves both,
+    /// and `open` skips the records the snapshot covers.
+    pub async fn store_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
+        assert!(
+            sequence <= self.last_sequence(),
+            "store_snapshot({sequence}) for a record never appended"
+        );
+        let _snapshot_io = self.inner.snapshot_io.lock().await;
+        self.check_writable()?;
+        self.store_snapshot_locked(sequence, &payload).await
+    }
+
+    /// Starts a new active file, `journal.<next>.wal`, for the records from
+    /// the next sequence on; the current file becomes the newest older one.
+    /// With `store_snapshot` beside the appends and then `compact`, a
+    /// snapshot drops whole files and never copies a record. In a fsynced
+    /// journal the older file's records are durable, and the new file's
+    /// name too, before the new file holds any record.
+    pub async fn rotate(&self) -> Result<()> {
+        let _io = self.inner.io.lock().await;
+        self.write_pending_locked().await?;
+        self.check_writable()?;
+        let (file, active_first, end, last, unsynced_writes) = {
+            let state = self.inner.state.borrow();
+            (
+                Rc::clone(&state.file),
+                state.active_first,
+                state.end,
+                state.last_sequence,
+                state.written_sequence > state.durable_sequence,
+            )
+        };
+        if end == 0 && active_first == last + 1 {
+            return Ok(()); // the active file is new and empty already
+        }
+        let fsynced = !self.inner.unsynced_records.get();
+        if fsynced && unsynced_writes {
+            file.sync_data()
+                .await
+                .map_err(|error| self.poison("fsync", error))?;
+            let mut state = self.inner.state.borrow_mut();
+            state.durable_sequence = state.durable_sequence.max(state.written_sequence);
+        }
+        let first = last + 1;
+        let path = self.inner.dir.join(file_name(first));
+        let new_file = self
+            .inner
+            .storage
+            .create(&path)
+            .await
+            .map_err(|error| self.poison("create journal file", error))?;
+        if fsynced {
+            self.inner
+                .storage
+                .sync_dir(&self.inner.dir)
+                .await
+                .map_err(|error| self.poison("fsync journal directory", error))?;
+        }
+        let direct = {
+            let old_path = self.path();
+            let mut state = self.inner.state.borrow_mut();
+            let old_first = state.active_first;
+            state.older.push((old_first, old_path));
+            state.active_first = first;
+            state.file = Rc::new(new_file);
+            state.end = 0;
+            state.direct.is_some()
+        };
+        if direct {
+            self.open_direct_locked().await?;
+        }
+        Ok(())
+    }
+
+    /// The second half of a snapshot written beside the journal: drops the
+    /// older files (`rotate`) that hold only records up to `sequence`,
+    /// which a stored snapshot covers (`store_snapshot`). Records it covers
+    /// in a file that also holds later ones stay until a later compaction;
+    /// `open` skips them.
+    pub async fn compact(&self, sequence: u64) -> Result<()> {
+        assert!(
+            self.inner.state.borrow().snapshot_sequence >= sequence,
+            "compact({sequence}) below no stored snapshot"
+        );
+        self.check_writable()?;
+        let covered = self.take_covered_files(sequence);
+        {
+            let mut state = self.inner.state.borrow_mut();
+            // The snapshot holds every record up to `sequence`.
+            state.durable_sequence = state.durable_sequence.max(sequence);
+        }
+        if covered.is_empty() {
+            return Ok(());
+        }
+        // Removed beside the caller: no later file takes a covered one's
+        // name (names are first sequences, and every later one is above
+        // the snapshot), and a file that stays is skipped at `open`.
+        let storage = self.inner.storage.clone();
+        compio::runtime::spawn(async move {
+            for path in covered {
+                if let Err(error) = storage.remove_file(&path).await {
+                    tracing::warn!(file = %path.display(), %error, "a covered journal file stays");
+                }
+            }
+        })
+        .detach();
+        Ok(())
+    }
+
+    /// Forgets every older file whose records all lie at or below
+    /// `sequence` and returns their paths, for the caller to remove.
+    fn take_covered_files(&self, sequence: u64) -> Vec<PathBuf> {
+        let mut state = self.inner.state.borrow_mut();
+        let nexts: Vec<u64> = state
+            .older
+            .iter()
+            .skip(1)
+            .map(|(first, _)| *first)
+            .chain([state.active_first])
+            .collect();
+        let mut covered = Vec::new();
+        let mut kept = Vec::new();
+        let mut below = 0;
+        for ((first, path), next) in std::mem::take(&mut state.older).into_iter().zip(nexts) {
+            if next - 1 <= sequence {
+                covered.push(path);
+                below = below.max(next);
+            } else {
+                kept.push((first, path));
+            }
+        }
+        state.older = kept;
+        let starts = state.starts.split_off(&below);
+        state.starts = starts;
+        covered
+    }
+
+    /// Removes every older file whose records all lie at or below
+    /// `sequence` (a snapshot covers them, so one that a crash brings back
+    /// is skipped at `open`: no directory fsync); the caller holds `io`.
+    async fn drop_older_locked(&self, sequence: u64) -> Result<()> {
+        for path in self.take_covered_files(sequence) {
+            self.inner
+                .storage
+                .remove_file(&path)
+                .await
+                .map_err(|error| self.poison("remove journal file", error))?;
+        }
         Ok(())
     }
 
@@ -549,8 +804,15 @@ impl<S: Storage> Journal<S> {
     }
 
     /// Makes the snapshot of the state as of `sequence` durable; the caller
-    /// holds the `io` lock.
+    /// holds the `snapshot_io` lock.
     async fn store_snapshot_locked(&self, sequence: u64, payload: &[u8]) -> Result<()> {
+        self.write_snapshot_image(sequence, payload).await?;
+        let mut state = self.inner.state.borrow_mut();
+        state.snapshot_sequence = state.snapshot_sequence.max(sequence);
+        Ok(())
+    }
+
+    async fn write_snapshot_image(&self, sequence: u64, payload: &[u8]) -> Result<()> {
         let storage = &self.inner.storage;
         let image = format::encode_snapshot(sequence, payload);
         let (use_slots, (capacity, next, handle)) = {
@@ -598,6 +860,9 @@ impl<S: Storage> Journal<S> {
         let _io = self.inner.io.lock().await;
         self.write_pending_locked().await?;
         self.check_writable()?;
+        if sequence + 1 < self.inner.state.borrow().active_first {
+            self.reactivate_locked(sequence + 1).await?;
+        }
         let (file, end, last) = {
             let state = self.inner.state.borrow();
             (Rc::clone(&state.file), state.end, state.last_sequence)
@@ -640,6 +905,62 @@ impl<S: Storage> Journal<S> {
         Ok(())
     }
 
+    /// A cut below the active file: the files after the one holding
+    /// `sequence` go (durably, or a crash would bring their records back)
+    /// and that one becomes the active file again; the caller holds `io`
+    /// and then cuts it.
+    async fn reactivate_locked(&self, sequence: u64) -> Result<()> {
+        let (index, keep, doomed) = {
+            let state = self.inner.state.borrow();
+            let keep = state
+                .older
+                .iter()
+                .rposition(|(first, _)| *first <= sequence)
+                .expect("the oldest file holds every sequence below the next");
+            let mut doomed: Vec<PathBuf> = state.older[keep + 1..]
+                .iter()
+                .map(|(_, path)| path.clone())
+                .collect();
+            doomed.push(self.inner.dir.join(file_name(state.active_first)));
+            (keep, state.older[keep].clone(), doomed)
+        };
+        for path in &doomed {
+            self.inner
+                .storage
+                .remove_file(path)
+                .await
+                .map_err(|error| self.poison("remove journal file", error))?;
+        }
+        self.inner
+            .storage
+            .sync_dir(&self.inner.dir)
+            .await
+            .map_err(|error| self.poison("fsync journal directory", error))?;
+        let file = self
+            .inner
+            .storage
+            .open(&keep.1)
+            .await
+            .map_err(|error| self.poison("reopen journal file", error))?;
+        let end = file
+            .size_bytes()
+            .await
+            .map_err(|error| self.poison("size journal file", error))?;
+        let direct = {
+            let mut state = self.inner.state.borrow_mut();
+            state.older.truncate(index + 1);
+            let (first, _) = state.older.pop().expect("the kept file");
+            state.active_first = first;
+            state.file = Rc::new(file);
+            state.end = end;
+            state.direct.is_some()
+        };
+        if direct {
+            self.open_direct_locked().await?;
+        }
+        Ok(())
+    }
+
     /// Installs a snapshot received by state transfer, as of `sequence`
     /// (above everything journaled here): the snapshot is written, then the
     /// WAL is emptied, each atomically; the next `append` is `sequence + 1`.
@@ -651,7 +972,12 @@ impl<S: Storage> Journal<S> {
             sequence > self.last_sequence(),
             "an installed snapshot is above the journal"
         );
-        self.store_snapshot_locked(sequence, &payload).await?;
+        {
+            let _snapshot_io = self.inner.snapshot_io.lock().await;
+            self.store_snapshot_locked(sequence, &payload).await?;
+        }
+        // Every record is below the snapshot: the older files go whole.
+        self.drop_older_locked(sequence).await?;
         let storage = &self.inner.storage;
         let path = self.path();
         write_atomically(storage, &path, Vec::new())
@@ -680,6 +1006,12 @@ impl<S: Storage> Journal<S> {
     /// Rewrites the WAL without the entries up to `sequence`, reading only
     /// the entries it keeps.
     async fn compact_locked(&self, sequence: u64) -> Result<()> {
+        self.drop_older_locked(sequence).await?;
+        if sequence < self.inner.state.borrow().active_first {
+            let mut state = self.inner.state.borrow_mut();
+            state.durable_sequence = state.durable_sequence.max(sequence);
+            return Ok(()); // the active file holds no covered record
+        }
         let path = self.path();
         let (file, end, keep_from) = {
             let state = self.inner.state.borrow();
@@ -754,6 +1086,30 @@ async fn load_snapshot<S: Storage>(storage: &S, dir: &Path) -> Result<Option<Sna
             reason,
         })?;
     Ok(Some(Snapshot { sequence, payload }))
+}
+
+/// A journal file's name: `journal.wal` (from sequence 0, the first file
+/// of every journal) or `journal.<first>.wal` (a file started by `rotate`,
+/// holding sequences from `first`).
+fn file_name(first: u64) -> String {
+    if first == 0 {
+        JOURNAL_FILE_NAME.to_owned()
+    } else {
+        format!("journal.{first}.wal")
+    }
+}
+
+/// The lowest sequence of the journal file `name`, if it is one.
+fn first_of_file(name: &str) -> Option<u64> {
+    if name == JOURNAL_FILE_NAME {
+        return Some(0);
+    }
+    let first: u64 = name
+        .strip_prefix("journal.")?
+        .strip_suffix(".wal")?
+        .parse()
+        .ok()?;
+    (first > 0 && file_name(first) == name).then_some(first)
 }
 
 /// The records after the snapshot; they must continue it without a gap.

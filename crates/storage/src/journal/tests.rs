@@ -161,6 +161,18 @@ async fn run_until_crash(storage: &SimStorage, rng: &mut StdRng) -> u64 {
         let outcome = match rng.random_range(0..10) {
             0..5 => journal.wait_durable(sequence).await,
             5 => journal.write_snapshot(sequence, payload(sequence)).await,
+            // A snapshot written beside the journal, covering all but the
+            // newest record, which stays in the older file.
+            6 if sequence > 1 => {
+                let covered = sequence - 1;
+                match journal.rotate().await {
+                    Ok(()) => match journal.store_snapshot(covered, payload(covered)).await {
+                        Ok(()) => journal.compact(covered).await,
+                        Err(error) => Err(error),
+                    },
+                    Err(error) => Err(error),
+                }
+            }
             _ => Ok(()),
         };
         match outcome {
@@ -504,4 +516,125 @@ async fn given_snapshot_slots_when_snapshotting_and_crashing_should_recover_the_
         (snapshot.sequence, snapshot.payload),
         (11, b"state@11".to_vec())
     );
+}
+
+fn file_exists(storage: &SimStorage, name: &str) -> bool {
+    storage.file_bytes(&dir().join(name)).is_some()
+}
+
+#[compio::test]
+async fn given_snapshots_stored_beside_appends_when_compacting_should_drop_whole_files_and_recover_after_any_crash()
+ {
+    for mode in [CrashMode::Process, CrashMode::Clean] {
+        for unsynced in [true, false] {
+            let storage = SimStorage::new();
+            let (journal, _) = open(&storage).await;
+            journal.use_snapshot_slots();
+            journal.set_unsynced_records(unsynced);
+            for sequence in 1..=6 {
+                journal.append(&payload(sequence)).unwrap();
+            }
+            journal.sync().await.unwrap();
+            // A checkpoint at 4 (6 in the pipeline): new records go to a
+            // new file while the snapshot is written beside them.
+            journal.rotate().await.unwrap();
+            let storing = {
+                let journal = journal.clone();
+                compio::runtime::spawn(async move {
+                    journal.store_snapshot(4, b"state@4".to_vec()).await
+                })
+            };
+            for sequence in 7..=9 {
+                journal.append(&payload(sequence)).unwrap();
+                journal.sync().await.unwrap();
+            }
+            storing.await.unwrap().unwrap();
+            journal.compact(4).await.unwrap();
+            assert!(
+                file_exists(&storage, JOURNAL_FILE_NAME),
+                "5 and 6 live there"
+            );
+            // The next one at 8 drops the first file whole, no copy.
+            journal.rotate().await.unwrap();
+            journal
+                .store_snapshot(8, b"state@8".to_vec())
+                .await
+                .unwrap();
+            journal.append(&payload(10)).unwrap();
+            journal.sync().await.unwrap();
+            journal.compact(8).await.unwrap();
+            // The covered file is removed by a task beside the caller.
+            for _ in 0..10 {
+                let _ = compio::runtime::spawn(async {}).await;
+            }
+            assert!(!file_exists(&storage, JOURNAL_FILE_NAME));
+            assert!(file_exists(&storage, "journal.7.wal"), "9 lives there");
+            assert!(file_exists(&storage, "journal.10.wal"));
+            let (reopened, recovery) = open(&storage.crash(mode)).await;
+            assert_eq!(recovery.snapshot.map(|s| s.sequence), Some(8));
+            let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+            if mode == CrashMode::Process || !unsynced {
+                assert_eq!(kept, [9, 10], "{mode:?} unsynced {unsynced}");
+            } else {
+                assert!(
+                    kept.is_empty() || kept == [9] || kept == [9, 10],
+                    "{kept:?}"
+                );
+            }
+            let next = kept.last().map_or(9, |last| last + 1);
+            assert_eq!(reopened.append(b"next").unwrap(), next);
+        }
+    }
+}
+
+#[compio::test]
+async fn given_a_cut_below_the_active_file_when_reopening_should_keep_only_the_prefix_and_continue_in_its_file()
+ {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for sequence in 1..=5 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.rotate().await.unwrap();
+    for sequence in 6..=8 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.rotate().await.unwrap();
+    journal.append(&payload(9)).unwrap();
+    journal.sync().await.unwrap();
+    journal.truncate_after(3).await.unwrap();
+    assert!(!file_exists(&storage, "journal.6.wal"));
+    assert!(!file_exists(&storage, "journal.9.wal"));
+    assert_eq!(journal.append(b"four again").unwrap(), 4);
+    journal.sync().await.unwrap();
+    let (reopened, recovery) = open(&storage.crash(CrashMode::Clean)).await;
+    let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(kept, [1, 2, 3, 4]);
+    assert_eq!(recovery.records[3].payload, b"four again");
+    assert_eq!(reopened.append(b"x").unwrap(), 5);
+}
+
+#[compio::test]
+async fn given_a_file_that_starts_past_a_lost_tail_when_opening_should_end_the_journal_at_the_gap()
+{
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    for sequence in 1..=3 {
+        journal.append(&payload(sequence)).unwrap();
+    }
+    journal.sync().await.unwrap();
+    // Records 4 and 5 were lost from the first file; the next file holds 6.
+    let mut later = Vec::new();
+    format::encode_entry(6, &payload(6), &mut later);
+    let path = dir().join("journal.6.wal");
+    storage.create(&path).await.unwrap();
+    storage.sync_dir(dir()).await.unwrap();
+    storage.overwrite_durably(&path, later).unwrap();
+    let storage = storage.crash(CrashMode::Clean);
+    let (reopened, recovery) = open(&storage).await;
+    let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(kept, [1, 2, 3]);
+    assert!(recovery.truncated_tail.is_some());
+    assert!(!file_exists(&storage, "journal.6.wal"), "dropped");
+    assert_eq!(reopened.append(b"x").unwrap(), 4);
 }

@@ -37,9 +37,11 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use consensus::vsr::Limits;
@@ -378,12 +380,32 @@ impl Task {
     async fn run(mut self, rx: AsyncRx<Array<Input>>) {
         // The view and status last told to the other shards.
         let mut published = None;
-        while let Ok(input) = rx.recv().await {
+        loop {
+            // The next input, or the checkpoint written beside the group
+            // being done (its compaction then runs here, in line).
+            let next = {
+                let group = self.group.group_mut();
+                let mut recv = std::pin::pin!(rx.recv());
+                std::future::poll_fn(|cx| {
+                    if group.poll_checkpoint(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                    recv.as_mut().poll(cx).map(Some)
+                })
+                .await
+            };
             if self.stopped.get() {
                 break;
             }
-            let effects = match input {
-                Input::Tick => {
+            let effects = match next {
+                None => self
+                    .group
+                    .group_mut()
+                    .finish_checkpoint()
+                    .await
+                    .map(|()| Vec::new()),
+                Some(Err(_)) => break,
+                Some(Ok(Input::Tick)) => {
                     self.tick_queued.set(false);
                     self.expire_forwards();
                     match self.propose_wanted_purge().await {
@@ -394,8 +416,8 @@ impl Task {
                         Err(e) => Err(e),
                     }
                 }
-                Input::Frame(from, message) => self.on_message(from, message).await,
-                Input::Submit(command, reply) => self.on_submit(command, reply).await,
+                Some(Ok(Input::Frame(from, message))) => self.on_message(from, message).await,
+                Some(Ok(Input::Submit(command, reply))) => self.on_submit(command, reply).await,
             };
             match effects {
                 Ok(effects) => self.perform(effects),
