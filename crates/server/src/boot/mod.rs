@@ -103,7 +103,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         metadata::recover(&data, &root)?
     };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let http_settings = HttpSettings::from_config(&config.http, &config.cluster)?;
+    let own_ip = args
+        .replica_id
+        .and_then(|id| config.cluster.node(id))
+        .map(|node| node.ip.as_str());
+    let http_settings = HttpSettings::from_config(&config.http, &config.cluster, own_ip)?;
     let (listeners, bound) = transport::bind(config)?;
     let mut options = shard_options(config, &data, recovered)?;
     options.encryption = encryption.keyring;

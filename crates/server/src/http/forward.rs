@@ -1,8 +1,10 @@
 //! Follower-to-leader forwarding of control-plane requests (HTTP API spec
 //! §16.2). Active only in cluster mode when a bearer minted on one node
 //! verifies on every node (`http.jwt` secrets set, or `cluster.auth` on,
-//! whose PSK then keys the tokens) and the HTTP listener is plain (a
-//! forward would need the peers' certificates).
+//! whose PSK then keys the tokens). Over a plain listener forwards go over
+//! HTTP; with `http.tls` on they go over HTTPS, trusting what
+//! `forward_tls` says (the cluster CA and this node's own HTTP chain) and
+//! checking the leader's roster `ip` on its certificate.
 //!
 //! A node that does not lead the metadata group re-sends a forwardable
 //! request (writes to users, tokens, streams, topics, partitions and
@@ -10,21 +12,23 @@
 //! `consistency=linearizable`) to the leader's roster address and HTTP
 //! port, once verified here, with `iggy-forwarded: 1`; it relays the
 //! status, the body and the `Content-Type`, `Retry-After` and `iggy-view`
-//! headers. A connection failure, a 307 or a 503 whose body is id 58 (the
-//! request provably never entered a pipeline) is retried every 50 ms for
-//! up to 30 s, finding the leader afresh each time. Partition-plane routes
-//! are never forwarded, and a request that was forwarded once is never
-//! forwarded again (one hop).
+//! headers. A connection failure (a failed TLS handshake included), a 307
+//! or a 503 whose body is id 58 (the request provably never entered a
+//! pipeline) is retried every 50 ms for up to 30 s, finding the leader
+//! afresh each time. Partition-plane routes are never forwarded, and a
+//! request that was forwarded once is never forwarded again (one hop).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use compio::net::TcpStream;
 use cyper_core::HyperStream;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use protocol::ErrorCode;
+use tracing::warn;
 
 use super::router::Route;
 use super::{ApiError, HttpResponse, error_response};
@@ -38,7 +42,10 @@ const RETRY_EVERY: Duration = Duration::from_millis(50);
 const RETRY_FOR: Duration = Duration::from_secs(30);
 /// One attempt, connection to last body byte.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(35);
+/// The TCP connection; over HTTPS, the TLS handshake as well.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A failing TLS handshake is logged at most this often.
+const HANDSHAKE_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// A relayed answer larger than this is refused (502).
 const RELAYED_MAX: usize = 64 << 20;
 
@@ -99,10 +106,20 @@ pub struct Outgoing<'a> {
     pub body: Bytes,
 }
 
+/// How a forward reaches the leader: the scheme of this node's listener.
+#[derive(Clone)]
+pub enum Transport {
+    Plain,
+    /// HTTPS, with the trust `forward_tls::connector` built.
+    Tls(compio::tls::TlsConnector),
+}
+
 /// Counts forwards in flight.
 #[derive(Default)]
 pub struct Forwarder {
     in_flight: Cell<usize>,
+    /// When a failed TLS handshake was last logged.
+    handshake_warned: Cell<Option<Instant>>,
 }
 
 /// How one attempt ended.
@@ -111,6 +128,8 @@ enum Attempt {
     Answer(HttpResponse),
     /// Nothing reached the leader, or it said "not me"/58: try again.
     Retry,
+    /// The TLS handshake failed (nothing was sent): try again, and say why.
+    Handshake(String),
     /// Sent, then failed: the request may have been carried out.
     Failed(String),
     TimedOut,
@@ -121,6 +140,7 @@ impl Forwarder {
     /// module says; `None` once this node leads (serve it here).
     pub async fn forward(
         &self,
+        transport: &Transport,
         request: &Outgoing<'_>,
         leader: impl Fn() -> Leader,
     ) -> Option<HttpResponse> {
@@ -134,13 +154,14 @@ impl Forwarder {
             return Some(error_response(&error));
         }
         self.in_flight.set(self.in_flight.get() + 1);
-        let answer = self.forward_with_retries(request, leader).await;
+        let answer = self.forward_with_retries(transport, request, leader).await;
         self.in_flight.set(self.in_flight.get() - 1);
         answer
     }
 
     async fn forward_with_retries(
         &self,
+        transport: &Transport,
         request: &Outgoing<'_>,
         leader: impl Fn() -> Leader,
     ) -> Option<HttpResponse> {
@@ -150,9 +171,10 @@ impl Forwarder {
                 return None;
             }
             if let Leader::There { ip, http_port, .. } = leader() {
-                match attempt(&ip, http_port, request).await {
+                match attempt(&ip, http_port, transport, request).await {
                     Attempt::Answer(response) => return Some(response),
                     Attempt::Retry => {}
+                    Attempt::Handshake(reason) => self.handshake_failed(&ip, http_port, &reason),
                     Attempt::Failed(reason) => {
                         let error = ApiError::http(
                             StatusCode::BAD_GATEWAY,
@@ -183,28 +205,53 @@ impl Forwarder {
             compio::time::sleep(RETRY_EVERY).await;
         }
     }
+
+    /// Logs a failed TLS handshake with the leader, at most once per
+    /// `HANDSHAKE_WARNING_EVERY` (a forward retries it every 50 ms).
+    fn handshake_failed(&self, ip: &str, port: u16, reason: &str) {
+        let now = Instant::now();
+        if self
+            .handshake_warned
+            .get()
+            .is_some_and(|last| now.duration_since(last) < HANDSHAKE_WARNING_EVERY)
+        {
+            return;
+        }
+        self.handshake_warned.set(Some(now));
+        warn!(leader = %ip, port, "forwarding: the TLS handshake with the leader failed: {reason}");
+    }
 }
 
-async fn attempt(ip: &str, port: u16, request: &Outgoing<'_>) -> Attempt {
+async fn attempt(ip: &str, port: u16, transport: &Transport, request: &Outgoing<'_>) -> Attempt {
     let address = if ip.contains(':') {
         format!("[{ip}]:{port}")
     } else {
         format!("{ip}:{port}")
     };
-    let connect = compio::net::TcpStream::connect(address.as_str());
+    let connect = TcpStream::connect(address.as_str());
     let stream = match compio::time::timeout(CONNECT_TIMEOUT, connect).await {
         Ok(Ok(stream)) => stream,
         _ => return Attempt::Retry,
     };
     let _ = stream.set_nodelay(true);
-    match compio::time::timeout(ATTEMPT_TIMEOUT, exchange(stream, &address, request)).await {
+    let io = match transport {
+        Transport::Plain => HyperStream::new_plain(stream),
+        // The leader's certificate must name its roster `ip`.
+        Transport::Tls(connector) => {
+            match compio::time::timeout(CONNECT_TIMEOUT, connector.connect(ip, stream)).await {
+                Ok(Ok(stream)) => HyperStream::new_tls(stream),
+                Ok(Err(e)) => return Attempt::Handshake(e.to_string()),
+                Err(_) => return Attempt::Handshake("timed out".to_owned()),
+            }
+        }
+    };
+    match compio::time::timeout(ATTEMPT_TIMEOUT, exchange(io, &address, request)).await {
         Ok(attempt) => attempt,
         Err(_) => Attempt::TimedOut,
     }
 }
 
-async fn exchange(stream: compio::net::TcpStream, host: &str, request: &Outgoing<'_>) -> Attempt {
-    let io = HyperStream::new_plain(stream);
+async fn exchange(io: HyperStream<TcpStream>, host: &str, request: &Outgoing<'_>) -> Attempt {
     let Ok((mut sender, connection)) = hyper::client::conn::http1::handshake(io).await else {
         return Attempt::Retry;
     };

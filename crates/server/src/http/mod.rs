@@ -15,6 +15,7 @@ mod console;
 mod cors;
 mod error;
 mod forward;
+mod forward_tls;
 mod json;
 mod jwks;
 mod jwt;
@@ -36,7 +37,7 @@ use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 use send_wrapper::SendWrapper;
 use server::config::{ClusterConfig, HttpConfig};
-use tracing::{Instrument, debug};
+use tracing::{Instrument, debug, info, warn};
 
 use crate::node::Shard;
 pub use auth::HttpAuth;
@@ -60,12 +61,18 @@ pub struct HttpSettings {
     pub metrics_path: Option<String>,
     /// Serve the web console under `/ui` (`http.web_ui`).
     pub web_ui: bool,
-    /// Forward control-plane requests to the metadata leader (spec §16.2).
-    pub forwarding: bool,
+    /// Forward control-plane requests to the metadata leader (spec §16.2),
+    /// over HTTP or HTTPS as this listener serves; `None`: forwarding off.
+    pub forwarding: Option<forward::Transport>,
 }
 
 impl HttpSettings {
-    pub fn from_config(config: &HttpConfig, cluster: &ClusterConfig) -> anyhow::Result<Self> {
+    /// `own_ip` is this node's roster `ip` (cluster mode).
+    pub fn from_config(
+        config: &HttpConfig,
+        cluster: &ClusterConfig,
+        own_ip: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let mut jwt = config.jwt.clone();
         let psk = &cluster.auth.shared_secret;
         let shared_psk = cluster.enabled && cluster.auth.enabled && !psk.is_empty();
@@ -88,8 +95,43 @@ impl HttpSettings {
                 .enabled
                 .then(|| config.metrics.endpoint.clone()),
             web_ui: config.web_ui,
-            forwarding: cluster.enabled && !config.tls.enabled && (own_secret || shared_psk),
+            forwarding: forwarding(config, cluster, own_ip, own_secret || shared_psk),
         })
+    }
+}
+
+/// How this node forwards, if it does: tokens must verify on every node,
+/// and over HTTPS the peers' certificates must be verifiable
+/// (`forward_tls`); otherwise forwarding stays off, with a warning.
+fn forwarding(
+    config: &HttpConfig,
+    cluster: &ClusterConfig,
+    own_ip: Option<&str>,
+    shared_token_key: bool,
+) -> Option<forward::Transport> {
+    if !cluster.enabled || !shared_token_key {
+        return None;
+    }
+    if !config.tls.enabled {
+        return Some(forward::Transport::Plain);
+    }
+    let connector = match own_ip {
+        Some(own_ip) => forward_tls::connector(&config.tls, &cluster.tls, own_ip),
+        None => Err(forward_tls::ForwardTlsError::NoRosterEntry),
+    };
+    match connector {
+        Ok(connector) => {
+            let trusted = forward_tls::trusted_files(&config.tls, &cluster.tls).join(", ");
+            info!("HTTP forwarding to the leader runs over HTTPS, trusting {trusted}");
+            Some(forward::Transport::Tls(connector))
+        }
+        Err(e) => {
+            warn!(
+                "HTTP forwarding to the leader is off: {e}. Followers answer control-plane \
+                 writes with 503 and linearizable reads with 307; see docs/cluster.md"
+            );
+            None
+        }
     }
 }
 
@@ -240,7 +282,7 @@ impl HttpApp {
         }
         let query = request.uri().query().unwrap_or_default();
         let forwarded = follower
-            && self.settings.forwarding
+            && self.settings.forwarding.is_some()
             && forward::forwardable(
                 &route,
                 request.method(),
@@ -280,7 +322,8 @@ impl HttpApp {
             Ok(body) => body,
             Err(response) => return *response,
         };
-        if forwarded && let Some(cluster) = cluster {
+        if forwarded && let (Some(cluster), Some(transport)) = (cluster, &self.settings.forwarding)
+        {
             // Verified here first (above); the leader checks it again.
             let outgoing = forward::Outgoing {
                 method: parts.method.clone(),
@@ -291,7 +334,8 @@ impl HttpApp {
                 headers: &parts.headers,
                 body: body.clone(),
             };
-            if let Some(answer) = self.forwarder.forward(&outgoing, || cluster.leader()).await {
+            let leader = || cluster.leader();
+            if let Some(answer) = self.forwarder.forward(transport, &outgoing, leader).await {
                 return answer;
             }
         }

@@ -1,9 +1,10 @@
-//! A minimal raw HTTP/1.1 client for header and status checks the SDK
-//! hides: one request per connection, read to the end.
+//! A minimal raw HTTP/1.1 client (plain or over TLS) for header and status
+//! checks the SDK hides: one request per connection, read to the end.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub struct RawResponse {
@@ -51,6 +52,42 @@ pub fn request_with(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> RawResponse {
+    let head = head(addr, method, path, extra, token, body);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    exchange(&mut stream, &head, body)
+}
+
+/// `request` over TLS configured by `tls`; the server's certificate must
+/// name `addr`'s IP.
+pub fn request_tls(
+    tls: &Arc<rustls::ClientConfig>,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> RawResponse {
+    let head = head(addr, method, path, &[], token, body);
+    let socket = TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let session = rustls::ClientConnection::new(tls.clone(), name).unwrap();
+    exchange(&mut rustls::StreamOwned::new(session, socket), &head, body)
+}
+
+fn head(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> String {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in extra {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -65,10 +102,11 @@ pub fn request_with(
         ));
     }
     head.push_str("\r\n");
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    head
+}
+
+/// Writes one request and reads its answer to the end of the connection.
+fn exchange(stream: &mut (impl Read + Write), head: &str, body: Option<&[u8]>) -> RawResponse {
     stream.write_all(head.as_bytes()).unwrap();
     if let Some(body) = body {
         // The server may answer (413) and close before reading it all.
