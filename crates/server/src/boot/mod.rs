@@ -233,6 +233,7 @@ fn shard_options(
             clients_table_max: config.metadata.clients_table_max as usize,
             validate_checksum_on_read: config.system.partition.validate_checksum,
             direct_io: config.system.partition.direct_io,
+            partition_cache_bytes: config.system.partition.cache_size.as_bytes(),
             cleaner_interval: config
                 .data_maintenance
                 .messages

@@ -37,6 +37,8 @@ pub struct Limits {
     pub validate_checksum_on_read: bool,
     /// `system.partition.direct_io`.
     pub direct_io: server::config::DirectIo,
+    /// `system.partition.cache_size`, in bytes, for the whole node.
+    pub partition_cache_bytes: u64,
     /// Period of the segment cleaner; `None` when it is disabled.
     pub cleaner_interval: Option<Duration>,
     /// Period of the expired-token cleaner; `None` when it is disabled.

@@ -99,6 +99,9 @@ pub struct Node {
     /// Cluster mode: connections of this shard attached to a coordinator
     /// session (binary protocol §7.11), by connection id.
     attachments: RefCell<HashMap<u64, u128>>,
+    /// This shard's share of `system.partition.cache_size`, for the
+    /// partitions it writes with direct I/O (`None`: not set).
+    partition_cache: Option<storage::partition::SharedCache>,
 }
 
 impl Node {
@@ -121,6 +124,10 @@ impl Node {
             attachments: RefCell::new(HashMap::new()),
             liveness: heartbeat::LivenessTable::default(),
             committer,
+            partition_cache: {
+                let share = ctx.limits.partition_cache_bytes / ctx.shard_count.max(1) as u64;
+                (share > 0).then(|| storage::partition::SharedCache::new(share))
+            },
             ctx,
         }
     }

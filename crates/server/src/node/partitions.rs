@@ -192,6 +192,15 @@ impl Node {
 
     fn partition_options(&self, addr: PartitionAddr, options: &TopicOptions) -> PartitionOptions {
         let persisted = options.durability == Durability::Persisted;
+        let direct_io = match self.ctx.limits.direct_io {
+            DirectIo::Always => true,
+            DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
+            DirectIo::Never => false,
+        };
+        // A partition written with direct I/O leaves nothing in the page
+        // cache: with `system.partition.cache_size` set it keeps its newest
+        // batches in memory instead, up to the shard's share.
+        let shared_cache = self.partition_cache.clone().filter(|_| direct_io);
         let log = LogOptions {
             partition_id: u64::from(addr.partition),
             segment_size_bytes: options.segment_size_bytes,
@@ -204,16 +213,18 @@ impl Node {
             // is written six times across three nodes: the segments bypass
             // the page cache too (cluster_bench: replicated 102-110 ->
             // 149-205 MB/s).
-            direct_io: match self.ctx.limits.direct_io {
-                DirectIo::Always => true,
-                DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
-                DirectIo::Never => false,
-            },
+            direct_io,
             // In a cluster the group's journal is fsynced under
             // `persisted`; the segments are fsynced before a checkpoint.
             direct_sync: persisted && self.ctx.cluster.is_none(),
             // In a cluster the offsets come from the group's ops.
             follow_log_end: self.ctx.cluster.is_some(),
+            cache_size_bytes: shared_cache
+                .as_ref()
+                .map_or(storage::partition::DEFAULT_CACHE_SIZE_BYTES, |shared| {
+                    shared.limit()
+                }),
+            shared_cache,
             ..LogOptions::default()
         };
         PartitionOptions {

@@ -23,6 +23,7 @@ mod index;
 mod read;
 mod recovery;
 mod retention;
+mod shared_cache;
 mod state;
 mod write;
 
@@ -41,6 +42,7 @@ pub use direct::DIRECT_IO_ALIGN;
 pub use frontier::{DEFAULT_OFFSET_RESERVATION, FRONTIER_FILE_NAME};
 pub use index::{INDEX_ENTRY_SIZE, IndexEntry, segment_file_name};
 pub use recovery::{RecoveryReport, TruncatedTail};
+pub use shared_cache::SharedCache;
 
 use crate::error::{Result, StorageError};
 use crate::lock::AsyncLock;
@@ -70,7 +72,12 @@ pub struct LogOptions {
     pub size_of_messages_required_to_save: u64,
     /// Re-verify checksums of records read from disk.
     pub validate_checksum_on_read: bool,
+    /// Written batches a partition keeps in memory (at most).
     pub cache_size_bytes: u64,
+    /// A budget shared with the shard's other partitions (`shared_cache`):
+    /// the partition caches up to `cache_size_bytes` while the shard's
+    /// total stays within it.
+    pub shared_cache: Option<SharedCache>,
     /// Offsets reserved durably ahead of use (see `frontier`).
     pub offset_reservation: u64,
     /// Write the active segment with direct I/O (see `direct`).
@@ -96,6 +103,7 @@ impl Default for LogOptions {
             size_of_messages_required_to_save: DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
             validate_checksum_on_read: false,
             cache_size_bytes: DEFAULT_CACHE_SIZE_BYTES,
+            shared_cache: None,
             offset_reservation: DEFAULT_OFFSET_RESERVATION,
             direct_io: false,
             direct_sync: false,
@@ -223,7 +231,13 @@ impl<S: Storage> PartitionLog<S> {
         recovery::open(storage, dir, options).await
     }
 
-    fn from_state(storage: S, dir: PathBuf, options: LogOptions, state: LogState<S::File>) -> Self {
+    fn from_state(
+        storage: S,
+        dir: PathBuf,
+        options: LogOptions,
+        mut state: LogState<S::File>,
+    ) -> Self {
+        state.shared_cache = options.shared_cache.clone();
         let inner = Inner {
             storage,
             dir,

@@ -140,6 +140,7 @@ impl<S: Storage> PartitionLog<S> {
             .map_err(|error| self.poison("directory fsync", dir, error))?;
         let mut state = LogState::new(vec![segment], start, None, 0);
         state.frontier = reserved;
+        state.shared_cache = self.inner.options.shared_cache.clone();
         state.generation = self.state().generation + 1;
         state.check_offsets();
         *self.state_mut() = state;

@@ -117,6 +117,16 @@ pub struct LogState<F> {
     pub generation: u64,
     /// Directory entries were created or removed since the last dir sync.
     pub dir_dirty: bool,
+    /// The shard's budget `cached_written_bytes` is charged to, if any.
+    pub shared_cache: Option<super::SharedCache>,
+}
+
+impl<F> Drop for LogState<F> {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared_cache {
+            shared.release(self.cached_written_bytes);
+        }
+    }
 }
 
 impl<F> LogState<F> {
@@ -147,6 +157,7 @@ impl<F> LogState<F> {
             closed: false,
             generation: 0,
             dir_dirty: false,
+            shared_cache: None,
         }
     }
 
@@ -271,6 +282,9 @@ impl<F> LogState<F> {
         self.unwritten_messages -= chunk.messages;
         self.unwritten_bytes -= chunk.size_bytes;
         self.cached_written_bytes += chunk.size_bytes;
+        if let Some(shared) = &self.shared_cache {
+            shared.charge(chunk.size_bytes);
+        }
         let segment = self.active_mut();
         assert_eq!(
             segment.size_bytes, chunk.position,
@@ -290,16 +304,33 @@ impl<F> LogState<F> {
     }
 
     /// Drops the oldest written batches while the written part of the cache
-    /// is above its budget; unwritten batches are never dropped.
+    /// is above its budget, or above the shared budget's floor while the
+    /// shard's total is over that budget; unwritten batches are never
+    /// dropped.
     pub fn evict_cache(&mut self, cache_limit_bytes: u64) {
-        while self.cached_written_bytes > cache_limit_bytes {
+        loop {
+            let shared_over = self
+                .shared_cache
+                .as_ref()
+                .is_some_and(|s| s.over() && self.cached_written_bytes > s.floor());
+            if self.cached_written_bytes <= cache_limit_bytes && !shared_over {
+                break;
+            }
             match self.cache.front() {
                 Some(batch) if batch.written => {
-                    self.cached_written_bytes -= batch.bytes.len() as u64;
+                    let len = batch.bytes.len() as u64;
+                    self.uncache_written(len);
                     self.cache.pop_front();
                 }
                 _ => break,
             }
+        }
+    }
+
+    fn uncache_written(&mut self, len: u64) {
+        self.cached_written_bytes -= len;
+        if let Some(shared) = &self.shared_cache {
+            shared.release(len);
         }
     }
 
@@ -310,7 +341,8 @@ impl<F> LogState<F> {
             if batch.last_offset > offset || !batch.written {
                 break;
             }
-            self.cached_written_bytes -= batch.bytes.len() as u64;
+            let len = batch.bytes.len() as u64;
+            self.uncache_written(len);
             self.cache.pop_front();
         }
     }

@@ -76,6 +76,10 @@ pub struct SystemPartitionConfig {
     pub validate_checksum: bool,
     /// Which partitions are written with direct I/O.
     pub direct_io: DirectIo,
+    /// Memory for written batches of partitions written with direct I/O,
+    /// for the whole node (split evenly between shards); zero: each keeps
+    /// 8 MiB, as a buffered partition does.
+    pub cache_size: ByteSize,
 }
 
 /// `system.partition.direct_io`.

@@ -27,6 +27,7 @@ fn small_options() -> LogOptions {
         size_of_messages_required_to_save: 2048,
         validate_checksum_on_read: true,
         cache_size_bytes: 1024,
+        shared_cache: None,
         offset_reservation: 64,
         direct_io: false,
         direct_sync: false,

@@ -731,3 +731,52 @@ async fn given_written_but_unsynced_batches_when_the_process_is_killed_should_ke
     let (_, report) = open(&power_lost, small_options()).await;
     assert_eq!(report.messages, 0, "a power loss keeps only fsynced bytes");
 }
+
+#[compio::test]
+async fn given_a_shared_cache_budget_when_partitions_flush_should_keep_the_shard_total_within_it_and_release_on_drop()
+ {
+    let storage = SimStorage::new();
+    let shared = crate::partition::SharedCache::with_floor(3_000, 600);
+    let options = LogOptions {
+        cache_size_bytes: 1 << 20,
+        shared_cache: Some(shared.clone()),
+        segment_size_bytes: 1 << 20,
+        offset_reservation: 1 << 20,
+        ..small_options()
+    };
+    let open_at = |name: &str| {
+        let storage = storage.clone();
+        let options = options.clone();
+        let dir = dir().join(name);
+        async move { PartitionLog::open(storage, &dir, options).await.unwrap().0 }
+    };
+    let first = open_at("a").await;
+    let second = open_at("b").await;
+    let batch = record(1, 2, 40).len() as u64;
+    for tag in 0..40 {
+        first.append(record(tag, 2, 40), tag).unwrap();
+        first.flush().await.unwrap();
+        assert!(
+            shared.used() <= 3_000,
+            "one partition stays within the budget"
+        );
+    }
+    let alone = shared.used();
+    assert!(alone > 3_000 - batch, "it uses the budget: {alone}");
+    for tag in 0..40 {
+        second.append(record(tag, 2, 40), tag).unwrap();
+        second.flush().await.unwrap();
+        assert!(
+            shared.used() <= 3_000 + 600 + batch,
+            "the second partition keeps its floor: {}",
+            shared.used()
+        );
+    }
+    // Everything reads back whole, from the cache or the disk.
+    assert_eq!(all_records(&first).await.len(), 40);
+    let before = shared.used();
+    drop(first);
+    assert!(shared.used() < before, "a dropped log releases its share");
+    drop(second);
+    assert_eq!(shared.used(), 0);
+}
