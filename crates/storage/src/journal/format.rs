@@ -9,6 +9,12 @@
 //!   a snapshot covers are skipped. A file that starts past the end of the
 //!   ones before it (their unsynced tail lost) is dropped at open, with
 //!   every later one, as a torn tail is.
+//!   journal.<first>.rwal: the same, in a journal that is never fsynced
+//!   (`Journal::use_recycled_files`), possibly written over an older file:
+//!   its records are the entries from `first` on, in sequence, up to the
+//!   first that is not; the older bytes after them are cut at open.
+//!   journal.spare.rwal: a covered file kept for the next rotation to
+//!   write over; never read.
 //! each file = entry* padding?
 //!   padding: fewer than 4,096 zero bytes after the last entry, left by a
 //!   direct-I/O write (`Journal::use_direct_io`); cut off at open

@@ -65,6 +65,32 @@ pub fn replay(bytes: &[u8], path: &Path) -> Result<Replayed> {
     Ok(replayed)
 }
 
+/// The records of a file that may have been written over an older one
+/// (`journal.<first>.rwal`): whole entries continuing from `first`, up to
+/// the first entry that does not (the older file's bytes, or a torn
+/// write). Never an error: what follows them is not this file's.
+pub fn replay_recycled(bytes: &[u8], first: u64) -> Replayed {
+    let mut replayed = Replayed::default();
+    let mut at = 0usize;
+    let mut expected = first;
+    while at < bytes.len() {
+        match parse_entry(&bytes[at..]) {
+            ParsedEntry::Valid { sequence, len } if sequence == expected => {
+                let payload = bytes[at + super::format::ENTRY_HEADER_SIZE..at + len].to_vec();
+                replayed.records.push(JournalRecord { sequence, payload });
+                at += len;
+                replayed.valid_end = at as u64;
+                expected += 1;
+            }
+            _ => {
+                replayed.torn_reason = Some("the end of the records written over".to_owned());
+                break;
+            }
+        }
+    }
+    replayed
+}
+
 fn is_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b == 0)
 }
@@ -102,6 +128,24 @@ mod tests {
             matches!(error, StorageError::Corrupt { position: 0, .. }),
             "{error}"
         );
+    }
+
+    #[test]
+    fn given_a_file_written_over_an_older_one_when_replaying_should_end_at_the_older_bytes() {
+        // An older file (records 1..=6), then records 10 and 11 written
+        // over its start: the rest is the older file's.
+        let older = wal(6);
+        let mut bytes = Vec::new();
+        encode_entry(10, b"ten", &mut bytes);
+        encode_entry(11, b"eleven", &mut bytes);
+        let written = bytes.len();
+        bytes.extend_from_slice(&older[written..]);
+        let replayed = replay_recycled(&bytes, 10);
+        let sequences: Vec<u64> = replayed.records.iter().map(|r| r.sequence).collect();
+        assert_eq!(sequences, [10, 11]);
+        assert_eq!(replayed.valid_end, written as u64);
+        // Renamed but not yet written: the older records do not count.
+        assert!(replay_recycled(&older, 10).records.is_empty());
     }
 
     #[test]

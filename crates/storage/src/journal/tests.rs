@@ -638,3 +638,73 @@ async fn given_a_file_that_starts_past_a_lost_tail_when_opening_should_end_the_j
     assert!(!file_exists(&storage, "journal.6.wal"), "dropped");
     assert_eq!(reopened.append(b"x").unwrap(), 4);
 }
+
+#[compio::test]
+async fn given_recycled_files_when_rotating_and_killed_at_each_step_should_recover_exactly_the_records_written()
+ {
+    let storage = SimStorage::new();
+    let (journal, _) = open(&storage).await;
+    journal.use_snapshot_slots();
+    journal.set_unsynced_records(true);
+    journal.use_recycled_files();
+    let mut rng = StdRng::seed_from_u64(7);
+    let body = |sequence: u64, len: usize| vec![sequence as u8; len];
+    let mut lens = std::collections::BTreeMap::new();
+    let check = |lens: &std::collections::BTreeMap<u64, usize>, storage: &SimStorage| {
+        let lens = lens.clone();
+        let storage = storage.peek_crash(CrashMode::Process);
+        async move {
+            let (reopened, recovery) = open(&storage).await;
+            let covered = recovery.snapshot.as_ref().map_or(0, |s| s.sequence);
+            let expected: Vec<(u64, Vec<u8>)> = lens
+                .range(covered + 1..)
+                .map(|(&s, &len)| (s, body(s, len)))
+                .collect();
+            let found: Vec<(u64, Vec<u8>)> = recovery
+                .records
+                .into_iter()
+                .map(|r| (r.sequence, r.payload))
+                .collect();
+            assert_eq!(found, expected, "a process kill keeps every written record");
+            drop(reopened);
+        }
+    };
+    for cycle in 0..8u64 {
+        for _ in 0..rng.random_range(1..6) {
+            let sequence = journal.last_sequence() + 1;
+            let len = rng.random_range(1..3_000);
+            assert_eq!(journal.append(&body(sequence, len)).unwrap(), sequence);
+            lens.insert(sequence, len);
+        }
+        journal.write_out().await.unwrap();
+        check(&lens, &storage).await;
+        let covered = journal.last_sequence() - 1;
+        journal.rotate().await.unwrap();
+        check(&lens, &storage).await;
+        journal
+            .store_snapshot(covered, payload(covered))
+            .await
+            .unwrap();
+        journal.compact(covered).await.unwrap();
+        check(&lens, &storage).await;
+        if cycle >= 2 {
+            assert!(
+                file_exists(&storage, SPARE_FILE_NAME),
+                "cycle {cycle}: a spare is kept"
+            );
+        }
+    }
+    // Written over older files, shorter than what they held.
+    let listed = storage.read_dir(dir()).await.unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|name| name.ends_with(".rwal") && name != SPARE_FILE_NAME),
+        "{listed:?}"
+    );
+    // A cut below the active file, then a clean reopen.
+    let last = journal.last_sequence();
+    journal.truncate_after(last - 2).await.unwrap();
+    lens.retain(|&s, _| s <= last - 2);
+    check(&lens, &storage).await;
+}

@@ -347,6 +347,15 @@ impl SimStorage {
         }
     }
 
+    /// What a reboot would find if the machine crashed now, while this
+    /// handle goes on running (a crash at every step of one run).
+    pub fn peek_crash(&self, mode: CrashMode) -> SimStorage {
+        let image = self.fs.borrow().crash_image(mode);
+        SimStorage {
+            fs: Rc::new(RefCell::new(image)),
+        }
+    }
+
     /// The current (volatile) content of a file, for test assertions.
     pub fn file_bytes(&self, path: &Path) -> Option<Vec<u8>> {
         let fs = self.fs.borrow();
