@@ -188,15 +188,7 @@ fn stream_names(tls: &Arc<rustls::ClientConfig>, node: &Node) -> Vec<String> {
     let Some(response) = authorized(tls, node, "/streams") else {
         return Vec::new();
     };
-    let mut names: Vec<String> = response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    response.sorted_names()
 }
 
 /// How many create-stream requests `node` served (its `/metrics`).

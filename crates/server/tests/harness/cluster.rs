@@ -195,15 +195,7 @@ pub fn stream_names(node: &Node) -> Vec<String> {
     if response.status != 200 {
         return Vec::new();
     }
-    let mut names: Vec<String> = response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    response.sorted_names()
 }
 
 /// Creates a stream through whichever node accepts it; returns that node.

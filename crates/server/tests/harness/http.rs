@@ -27,6 +27,19 @@ impl RawResponse {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// The sorted `name` fields of a JSON array body (a stream list).
+    pub fn sorted_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
