@@ -299,7 +299,14 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         {
             return Err(below("the superblock", s.log_view));
         }
-        let (journal, recovery) = Journal::open(storage.clone(), dir).await?;
+        // A journal never fsynced may be torn anywhere after a power loss
+        // (the group's head is uncertain then): its records end at the
+        // first entry that does not continue them.
+        let (journal, recovery) = if placement.fsync {
+            Journal::open(storage.clone(), dir).await?
+        } else {
+            Journal::open_unsynced(storage.clone(), dir).await?
+        };
         let format = |what: &'static str| {
             let dir = dir.to_path_buf();
             move |reason: String| GroupError::Format { what, dir, reason }

@@ -14,7 +14,11 @@
 //!   its records are the entries from `first` on, in sequence, up to the
 //!   first that is not; the older bytes after them are cut at open.
 //!   journal.spare.rwal: a covered file kept for the next rotation to
-//!   write over; never read.
+//!   write over (never journal.wal, whose name carries no first sequence);
+//!   never read.
+//!   A journal that is never fsynced is opened with `open_unsynced`: every
+//!   file's records end at the first entry that does not continue them
+//!   (torn after a power loss), never an error.
 //! each file = entry* padding?
 //!   padding: fewer than 4,096 zero bytes after the last entry, left by a
 //!   direct-I/O write (`Journal::use_direct_io`); cut off at open

@@ -145,6 +145,23 @@ impl<S: Storage> Clone for Journal<S> {
 impl<S: Storage> Journal<S> {
     /// Opens (creating if needed) the journal in `metadata_dir`.
     pub async fn open(storage: S, metadata_dir: &Path) -> Result<(Self, JournalRecovery)> {
+        Self::open_with(storage, metadata_dir, false).await
+    }
+
+    /// `open` for a journal whose records are never fsynced
+    /// (`set_unsynced_records`): after a power loss any part of what it
+    /// wrote may be missing or torn, and its owner treats its head as
+    /// uncertain, so every file's records end at the first entry that does
+    /// not continue them (a cut torn tail) instead of failing the open.
+    pub async fn open_unsynced(storage: S, metadata_dir: &Path) -> Result<(Self, JournalRecovery)> {
+        Self::open_with(storage, metadata_dir, true).await
+    }
+
+    async fn open_with(
+        storage: S,
+        metadata_dir: &Path,
+        unsynced: bool,
+    ) -> Result<(Self, JournalRecovery)> {
         storage
             .create_dir_all(metadata_dir)
             .await
@@ -210,8 +227,8 @@ impl<S: Storage> Journal<S> {
                 .map_err(io_error("read journal", &path))?
                 .unwrap_or_default();
             let recycled = parse_file_name(name).is_some_and(|(_, recycled)| recycled);
-            let replayed = if recycled {
-                replay::replay_recycled(&bytes, *first)
+            let replayed = if recycled || unsynced {
+                replay::replay_recycled(&bytes, (*first > 0).then_some(*first))
             } else {
                 replay::replay(&bytes, &path)?
             };
@@ -232,7 +249,11 @@ impl<S: Storage> Journal<S> {
             // The sequence this file must go on from: a later file that
             // starts past it, or whose records do, follows a lost tail.
             let expected = chain_end.unwrap_or(snapshot_sequence) + 1;
-            if index > 0 && (*first > expected || above.is_some_and(|above| above != expected)) {
+            // The first file of a rotating journal may also start past the
+            // snapshot, when the files before it were lost with their
+            // unsynced directory entries.
+            let named = index > 0 || *first > 0;
+            if named && (*first > expected || above.is_some_and(|above| above != expected)) {
                 let end = expected - 1;
                 // This file and every later one go.
                 for (_, later) in &names[index..] {
@@ -254,6 +275,14 @@ impl<S: Storage> Journal<S> {
                 file.set_len(replayed.valid_end)
                     .await
                     .map_err(io_error("truncate journal", &path))?;
+            } else if unsynced && !padding && !tail.is_empty() {
+                let dropped = tail.len() as u64;
+                let reason = replayed.torn_reason.clone().unwrap_or_default();
+                tracing::warn!(file = %path.display(), position = replayed.valid_end, dropped, %reason, "cutting an unsynced journal's torn tail");
+                file.set_len(replayed.valid_end)
+                    .await
+                    .map_err(io_error("truncate journal", &path))?;
+                recovery.truncated_tail = Some((replayed.valid_end, dropped, reason));
             } else if padding && !tail.is_empty() {
                 // A direct write's zero padding after the last record.
                 file.set_len(replayed.valid_end)
@@ -289,11 +318,20 @@ impl<S: Storage> Journal<S> {
                 older.push((first, path));
             }
         }
+        if opened.is_none() {
+            // Every file followed a gap: the journal starts again, empty.
+            let path = metadata_dir.join(JOURNAL_FILE_NAME);
+            let file = storage
+                .create(&path)
+                .await
+                .map_err(io_error("create journal", &path))?;
+            opened = Some((0, path, file, 0));
+        }
         storage
             .sync_dir(metadata_dir)
             .await
             .map_err(io_error("fsync metadata directory", metadata_dir))?;
-        let (active_first, path, file, end) = opened.expect("at least one file");
+        let (active_first, path, file, end) = opened.expect("a file is open");
         recovery.records = records_after(records, snapshot_sequence, &path)?;
         let last_sequence = recovery
             .records
@@ -790,9 +828,16 @@ impl<S: Storage> Journal<S> {
         if covered.is_empty() {
             return Ok(());
         }
-        let mut covered = covered.into_iter();
-        if self.inner.recycle.get() && self.inner.state.borrow().spare.is_none() {
-            // Kept for the next rotation to write over.
+        let mut covered = covered.into_iter().peekable();
+        // Kept for the next rotation to write over. Never `journal.wal`:
+        // only a name that carries its first sequence tells, after a crash
+        // that lost the renames, its own records from a later file's.
+        if self.inner.recycle.get()
+            && self.inner.state.borrow().spare.is_none()
+            && covered
+                .peek()
+                .is_some_and(|path| !path.ends_with(JOURNAL_FILE_NAME))
+        {
             let kept = covered.next().expect("one covered file");
             let spare = self.inner.dir.join(SPARE_FILE_NAME);
             self.inner

@@ -66,21 +66,22 @@ pub fn replay(bytes: &[u8], path: &Path) -> Result<Replayed> {
 }
 
 /// The records of a file that may have been written over an older one
-/// (`journal.<first>.rwal`): whole entries continuing from `first`, up to
-/// the first entry that does not (the older file's bytes, or a torn
-/// write). Never an error: what follows them is not this file's.
-pub fn replay_recycled(bytes: &[u8], first: u64) -> Replayed {
+/// (`journal.<first>.rwal`), or of a journal that is never fsynced: whole
+/// entries continuing from `first` (from the first entry's sequence when
+/// `None`), up to the first entry that does not (the older file's bytes,
+/// or a torn write). Never an error: what follows them is not trusted.
+pub fn replay_recycled(bytes: &[u8], first: Option<u64>) -> Replayed {
     let mut replayed = Replayed::default();
     let mut at = 0usize;
     let mut expected = first;
     while at < bytes.len() {
         match parse_entry(&bytes[at..]) {
-            ParsedEntry::Valid { sequence, len } if sequence == expected => {
+            ParsedEntry::Valid { sequence, len } if expected.is_none_or(|e| e == sequence) => {
                 let payload = bytes[at + super::format::ENTRY_HEADER_SIZE..at + len].to_vec();
                 replayed.records.push(JournalRecord { sequence, payload });
                 at += len;
                 replayed.valid_end = at as u64;
-                expected += 1;
+                expected = Some(sequence + 1);
             }
             _ => {
                 replayed.torn_reason = Some("the end of the records written over".to_owned());
@@ -140,12 +141,12 @@ mod tests {
         encode_entry(11, b"eleven", &mut bytes);
         let written = bytes.len();
         bytes.extend_from_slice(&older[written..]);
-        let replayed = replay_recycled(&bytes, 10);
+        let replayed = replay_recycled(&bytes, Some(10));
         let sequences: Vec<u64> = replayed.records.iter().map(|r| r.sequence).collect();
         assert_eq!(sequences, [10, 11]);
         assert_eq!(replayed.valid_end, written as u64);
         // Renamed but not yet written: the older records do not count.
-        assert!(replay_recycled(&older, 10).records.is_empty());
+        assert!(replay_recycled(&older, Some(10)).records.is_empty());
     }
 
     #[test]
