@@ -36,15 +36,7 @@ fn create_stream(addr: SocketAddr, token: &str, name: &str) -> RawResponse {
 fn stream_names(addr: SocketAddr, token: &str) -> Vec<String> {
     let response = request(addr, "GET", "/streams", Some(token), None);
     assert_eq!(response.status, 200, "{}", response.text());
-    let mut names: Vec<String> = response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    response.sorted_names()
 }
 
 /// The `client_id`s `/clients` lists with transport HTTP.
