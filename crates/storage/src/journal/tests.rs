@@ -5,6 +5,7 @@ use std::rc::Rc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::files::SPARE_FILE_NAME;
 use super::*;
 use crate::seam::{CrashMode, SimFaults, SimStorage};
 
