@@ -358,7 +358,6 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             )
         }
         .with_limits(placement.limits);
-        journal.set_unsynced_records(!placement.fsync);
         if !placement.fsync {
             // Rotations write over covered files: cheaper page-cache pages.
             journal.use_recycled_files();
@@ -400,8 +399,9 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
     /// Writes checkpoints beside the group from now on: the segments'
     /// persist and the snapshot's write run as work the caller polls
     /// (`poll_checkpoint`) while the group goes on preparing, committing
-    /// and applying; only the journal's compaction (`finish_checkpoint`)
-    /// runs in line. For a machine without `persist_beside` it changes
+    /// and applying; only the journal's rotation (when the checkpoint is
+    /// asked) and the bookkeeping of its compaction (`finish_checkpoint`)
+    /// run in line. For a machine without `persist_beside` it changes
     /// nothing.
     pub fn checkpoint_beside(&mut self) {
         self.beside = true;
@@ -423,23 +423,18 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         Poll::Ready(())
     }
 
-    /// Whether a checkpoint is being written beside the group.
-    pub fn checkpoint_running(&self) -> bool {
-        self.running.is_some()
-    }
-
     /// Completes the checkpoint whose work `poll_checkpoint` saw done: the
-    /// journal below it is compacted and the replica drops its log there.
+    /// journal files below it go and the replica drops its log there.
     pub async fn finish_checkpoint(&mut self) -> Result<(), GroupError> {
         let running = self.running.take().expect("a checkpoint runs beside");
         let written = running.written.expect("its work is done");
         written?;
         let op = running.snapshot.op();
-        // A state transfer may have installed a newer one meanwhile (it
-        // waits for this one first, see `perform`).
         let written_us = running.started.elapsed().as_micros() as u64;
         let compacting = Instant::now();
         let kept_ops = self.journal.last_sequence() - op.0;
+        // A state transfer may have installed a newer one meanwhile (it
+        // waits for this one first, see `perform`).
         if op > self.replica.checkpoint_op() {
             self.journal.compact(op.0).await?;
         }

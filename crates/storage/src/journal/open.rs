@@ -14,8 +14,8 @@ impl<S: Storage> Journal<S> {
         Self::open_with(storage, metadata_dir, false).await
     }
 
-    /// `open` for a journal whose records are never fsynced
-    /// (`set_unsynced_records`): after a power loss any part of what it
+    /// `open` for a journal whose records are never fsynced (it is then
+    /// `set_unsynced_records(true)`): after a power loss any part of what it
     /// wrote may be missing or torn, and its owner treats its head as
     /// uncertain, so every file's records end at the first entry that does
     /// not continue them (a cut torn tail) instead of failing the open.
@@ -236,7 +236,7 @@ impl<S: Storage> Journal<S> {
             state: RefCell::new(state),
             io: AsyncLock::default(),
             snapshot_io: AsyncLock::default(),
-            unsynced_records: std::cell::Cell::new(false),
+            unsynced_records: std::cell::Cell::new(unsynced),
             recycle: std::cell::Cell::new(false),
         };
         Ok((
