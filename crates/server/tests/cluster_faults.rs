@@ -408,3 +408,155 @@ fn given_a_partition_superblock_below_its_created_view_when_the_node_restarts_sh
         .collect();
     assert_eq!(payloads, expected);
 }
+
+/// Cached replies across failover (replication spec §7.2): a write in
+/// flight on a leader that is cut off is in doubt there; once the network
+/// heals and the old leader follows the new view, the write is answered by
+/// its fate (its result if the new view committed it, else 58, and the SDK
+/// runs it again on the new leader), never 57 for a write that took effect
+/// nor twice. Metadata writes (stream creates) here, appends below.
+#[test]
+fn given_a_leader_cut_off_mid_write_when_the_network_heals_should_answer_the_write_by_its_fate() {
+    cut_leader_mid_writes(Plane::Metadata);
+}
+
+#[test]
+fn given_a_leader_cut_off_mid_send_when_the_network_heals_should_answer_the_send_by_its_fate() {
+    cut_leader_mid_writes(Plane::Partition);
+}
+
+#[derive(Clone, Copy)]
+enum Plane {
+    /// Each write creates stream `doubt-<i>`.
+    Metadata,
+    /// Each write appends message `doubt-<i>` to partition 0 of `orders/t`.
+    Partition,
+}
+
+impl Plane {
+    async fn write(self, client: &IggyClient, name: &str) -> Result<(), IggyError> {
+        match self {
+            Plane::Metadata => client.create_stream(name).await.map(|_| ()),
+            Plane::Partition => {
+                let message = IggyMessage::builder()
+                    .payload(name.as_bytes().to_vec().into())
+                    .build()?;
+                client
+                    .send_messages(
+                        &harness::sdk::name("orders"),
+                        &harness::sdk::name("t"),
+                        &Partitioning::partition_id(0),
+                        &mut [message],
+                    )
+                    .await
+                    .map(|_| ())
+            }
+        }
+    }
+
+    /// What node `node` holds of the writes, in order.
+    fn written(
+        self,
+        nodes: &[Node],
+        node: usize,
+        runtime: &tokio::runtime::Runtime,
+    ) -> Vec<String> {
+        match self {
+            Plane::Metadata => {
+                let mut listed = stream_names(&nodes[node]);
+                listed.retain(|n| n.starts_with("doubt-"));
+                listed
+            }
+            Plane::Partition => runtime
+                .block_on(messages_on(tcp_of(nodes, node), 0))
+                .into_iter()
+                .map(|(_, payload)| String::from_utf8(payload).unwrap())
+                .collect(),
+        }
+    }
+}
+
+/// Writes one at a time to the leader through one SDK client, cuts the
+/// leader off from its peers mid-stream, waits for the others to elect a
+/// leader, heals, and checks that every write was answered as done and
+/// took effect exactly once.
+fn cut_leader_mid_writes(plane: Plane) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let (nodes, proxies) = start_cluster_with_proxies();
+    let (mut nodes, leader, runtime) = with_orders(nodes);
+    let leader_tcp = tcp_of(&nodes, leader);
+    if let Plane::Partition = plane {
+        runtime.block_on(create_topic_t(leader_tcp, 1));
+    }
+    type Answers = Arc<Mutex<Vec<(String, Result<(), IggyError>)>>>;
+    let results: Answers = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (results, stop) = (results.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let client = harness::sdk::root_client(leader_tcp).await;
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let name = format!("doubt-{i:04}");
+                    let result = plane.write(&client, &name).await;
+                    results.lock().unwrap().push((name, result));
+                    i += 1;
+                }
+            });
+        })
+    };
+    let written = || results.lock().unwrap().len();
+    eventually("the leader answers writes", || written() >= 3);
+    // Cut off mid-stream: the write in flight cannot commit on the leader
+    // alone; the other two elect a new leader (with it or without it).
+    for ((j, i), proxy) in &proxies {
+        if usize::from(*j) == leader || usize::from(*i) == leader {
+            proxy.cut();
+        }
+    }
+    let at_cut = written();
+    let survivors: Vec<usize> = (0..nodes.len()).filter(|&i| i != leader).collect();
+    eventually("the majority elects a leader", || {
+        survivors.iter().any(|&i| {
+            try_token(&nodes[i]).is_some_and(|token| {
+                let path = "/stats?consistency=linearizable";
+                request(nodes[i].http, "GET", path, Some(&token), None).status == 200
+            })
+        })
+    });
+    assert!(
+        written() <= at_cut + 1,
+        "a cut-off leader acknowledged writes"
+    );
+    for proxy in proxies.values() {
+        proxy.heal();
+    }
+    eventually("the writes go on after the heal", || {
+        written() >= at_cut + 3
+    });
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+
+    let results = results.lock().unwrap();
+    for (name, result) in results.iter() {
+        assert!(result.is_ok(), "write {name} answered {result:?}");
+    }
+    let expected: Vec<String> = results.iter().map(|(n, _)| n.clone()).collect();
+    for node in 0..nodes.len() {
+        eventually(
+            &format!("node {node} holds each acknowledged write once"),
+            || plane.written(&nodes, node, &runtime) == expected,
+        );
+    }
+    for node in &mut nodes {
+        let (status, _) = node.server.take().unwrap().stop();
+        assert!(status.success());
+    }
+}

@@ -144,9 +144,8 @@ pub enum Submitted {
 impl Submitter {
     /// The client of replica `replica` for the boot with this `nonce`.
     pub fn new(nonce: u64, replica: ReplicaId) -> Self {
-        assert!(nonce != 0, "a boot nonce is never zero");
         Submitter {
-            client: ClientId((u128::from(nonce) << 8) | u128::from(replica)),
+            client: own_client(nonce, replica),
             next_request: 1,
         }
     }
@@ -177,6 +176,29 @@ impl Submitter {
             Err(NotAdmitted::Busy) => Submitted::Busy,
         })
     }
+}
+
+/// The client id of replica `replica`'s own submissions in the boot with
+/// this `nonce` (distinct per boot and per replica).
+fn own_client(nonce: u64, replica: ReplicaId) -> ClientId {
+    assert!(nonce != 0, "a boot nonce is never zero");
+    ClientId((u128::from(nonce) << 8) | u128::from(replica))
+}
+
+/// What a replica's log says of one of its own requests after a view
+/// change (`Group::own_fate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Above the commit point: it will be answered as it applies.
+    Pending,
+    /// Provably never committed: a replay may run it again.
+    Dropped,
+    /// Committed, but a state transfer skipped it here: its result is not
+    /// known on this replica.
+    Skipped,
+    /// This replica cannot tell (not normal in a later view yet, an entry
+    /// missing, or skipped by a state transfer).
+    Unknown,
 }
 
 /// How a group is placed and timed.
@@ -239,6 +261,11 @@ pub struct Group<S: Storage, M: StateMachine> {
     outbox: Option<Box<dyn FnMut(Envelope)>>,
     /// Each client's latest result (kept by checkpoints).
     replies: BTreeMap<ClientId, (Op, Vec<u8>)>,
+    /// This boot's own client (`Submitter`): its ops are answered on
+    /// whichever replica applies them, primary or not, so a submission a
+    /// primary prepared before it left its view learns its result when the
+    /// next view commits it (replication spec §7.2).
+    own: ClientId,
     /// Checkpoints are written beside the group (`checkpoint_beside`).
     beside: bool,
     /// The checkpoint being written beside the group, if one is.
@@ -381,6 +408,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             fsync: placement.fsync,
             outbox: None,
             replies,
+            own: own_client(nonce, placement.identity.replica),
             beside: false,
             running: None,
         })
@@ -388,6 +416,36 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
 
     pub fn replica(&self) -> &VsrReplica {
         &self.replica
+    }
+
+    /// The fate of this boot's own request `request`, prepared by this
+    /// replica as the primary of `prepared_in`, a view it has left. Only a
+    /// normal replica in a later view can tell: its log then holds every
+    /// op above its commit point, so a request missing from there and not
+    /// committed was dropped by the view change. One that is there is
+    /// answered as it applies (`Effect::Reply`).
+    pub fn own_fate(&self, request: RequestNumber, prepared_in: View) -> Fate {
+        let replica = &self.replica;
+        if replica.status() != consensus::vsr::Status::Normal || prepared_in >= replica.view() {
+            return Fate::Unknown;
+        }
+        let mut op = replica.commit_min().next();
+        while op <= replica.head() {
+            match replica.entry(op) {
+                Some(entry) if entry.client == self.own && entry.request == request => {
+                    return Fate::Pending;
+                }
+                Some(_) => {}
+                None => return Fate::Unknown,
+            }
+            op = op.next();
+        }
+        // Applied ops were answered; one a state transfer skipped shows
+        // in the client table as committed at or past this request.
+        match replica.committed_request(self.own) {
+            Some((committed, _)) if committed >= request => Fate::Skipped,
+            _ => Fate::Dropped,
+        }
     }
 
     /// Sends every frame through `outbox` as soon as the replica asks for
@@ -526,10 +584,20 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 }
                 Action::Apply(entry) => {
                     let result = self.machine.apply(&entry).await;
+                    if entry.client == self.own {
+                        effects.push(Effect::Reply {
+                            client: entry.client,
+                            request: entry.request,
+                            op: entry.op,
+                            result: result.clone(),
+                        });
+                    }
                     if entry.client.0 != 0 {
                         self.replies.insert(entry.client, (entry.op, result));
                     }
                 }
+                // This replica's own ops were answered as they applied.
+                Action::Reply { client, .. } if client == self.own => {}
                 Action::Reply {
                     client,
                     request,

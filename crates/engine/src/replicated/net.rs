@@ -70,6 +70,10 @@ pub(crate) struct Net<T> {
     pub nodes: Vec<Option<T>>,
     pub queue: VecDeque<Envelope>,
     pub replies: Vec<(ClientId, RequestNumber, Op, Vec<u8>)>,
+    /// A replica cut off from the others: frames from or to it are lost.
+    pub cut: Option<ReplicaId>,
+    /// A replica that hears nothing (frames to it are lost; its own go out).
+    pub deaf: Option<ReplicaId>,
 }
 
 impl<T: Member> Net<T> {
@@ -80,6 +84,8 @@ impl<T: Member> Net<T> {
             nodes: (0..n).map(|_| None).collect(),
             queue: VecDeque::new(),
             replies: Vec::new(),
+            cut: None,
+            deaf: None,
         }
     }
 
@@ -109,6 +115,12 @@ impl<T: Member> Net<T> {
     /// Delivers every queued frame, and those they cause, in order.
     pub async fn deliver(&mut self) {
         while let Some(envelope) = self.queue.pop_front() {
+            let cut = self
+                .cut
+                .is_some_and(|c| c == envelope.from || c == envelope.to);
+            if cut || self.deaf == Some(envelope.to) {
+                continue;
+            }
             let Some(node) = self.nodes[usize::from(envelope.to)].as_mut() else {
                 continue;
             };

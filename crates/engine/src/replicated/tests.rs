@@ -50,6 +50,8 @@ struct Cluster {
     net: Net<Group<SimStorage, Log>>,
     limits: Limits,
     nonce: u64,
+    /// Each replica's boot nonce.
+    nonces: [u64; 3],
 }
 
 impl Cluster {
@@ -58,6 +60,7 @@ impl Cluster {
             net: Net::new(3),
             limits,
             nonce: 100,
+            nonces: [0; 3],
         };
         for id in 0..3 {
             cluster.open(id).await;
@@ -67,6 +70,7 @@ impl Cluster {
 
     async fn open(&mut self, id: u8) {
         self.nonce += 1;
+        self.nonces[usize::from(id)] = self.nonce;
         let storage = self.net.storages[usize::from(id)].clone();
         storage.create_dir_all(Path::new(DIR)).await.expect("dir");
         let mut group = Group::open(
@@ -152,6 +156,51 @@ async fn given_three_blank_replicas_when_started_should_elect_commit_and_apply_e
             "replica {id} applied all"
         );
     }
+}
+
+#[compio::test]
+async fn given_a_primary_that_lost_its_view_when_the_next_view_commits_its_op_should_answer_it() {
+    let mut cluster = Cluster::start(Limits::default()).await;
+    cluster.tick(30).await;
+    let old = cluster.primary();
+    let mut own = Submitter::new(cluster.nonces[usize::from(old)], old);
+    // The backups journal the prepare, but their acks never reach the
+    // primary; then it is cut off altogether and the others move on.
+    let Submitted::Prepared { request, effects } = own
+        .submit(cluster.net.node_mut(old), b"kept".to_vec(), 1_000)
+        .await
+        .expect("storage works")
+    else {
+        panic!("the primary admits it");
+    };
+    cluster.net.deaf = Some(old);
+    cluster.net.take(effects);
+    cluster.net.deliver().await;
+    cluster.net.cut = Some(old);
+    cluster.net.deaf = None;
+    cluster.tick(200).await;
+    let new = (0..3)
+        .find(|&id| id != old && cluster.group(id).replica().is_primary())
+        .expect("the others elected a primary");
+    assert_eq!(cluster.group(new).machine().0, vec![b"kept".to_vec()]);
+    // The new primary answered the request for the old one's client (the
+    // server drops such an answer: that client is not its own); only the
+    // old primary's own answer counts from here.
+    cluster.net.replies.clear();
+    // Healed: the old primary joins the new view as a backup, applies the
+    // op and answers its submission with the state machine's result.
+    cluster.net.cut = None;
+    cluster.tick(200).await;
+    assert!(!cluster.group(old).replica().is_primary());
+    assert_eq!(cluster.group(old).machine().0, vec![b"kept".to_vec()]);
+    let answers: Vec<_> = cluster
+        .net
+        .replies
+        .iter()
+        .filter(|(client, number, _, _)| *client == own.client() && *number == request)
+        .collect();
+    assert_eq!(answers.len(), 1, "answered once, as it applied");
+    assert_eq!(answers[0].3, answers[0].2.0.to_le_bytes().to_vec());
 }
 
 #[compio::test]

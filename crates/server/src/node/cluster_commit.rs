@@ -10,13 +10,16 @@
 //! or Logout is forwarded to the primary (any node opens sessions); any
 //! other submission is answered `NotPrimary` (code 58: nothing was
 //! recorded). A submission whose primary left its view before the op
-//! committed is answered `NotCommitted` (57: the op may still commit in
-//! the next view). A metadata checkpoint (at boot, or installed by state
-//! transfer) replaces the state on every shard.
+//! committed is in doubt (replication spec §7.2): it waits until this
+//! replica is normal in a later view and its log shows the op (it will
+//! commit, and its result is the answer, wherever this replica now
+//! stands) or provably not (58: nothing was recorded, a replay runs it
+//! once), at most `DOUBT_MAX` (then 57: it may have committed; the session
+//! answers every replay with that 57). A metadata checkpoint (at boot, or
+//! installed by state transfer) replaces the state on every shard.
 //!
 //! Frames of partition groups are routed from here to the partition's owner
-//! shard (`partition_replica`). Not built yet: cached replies across
-//! failover (a 57 is retried as a new op).
+//! shard (`partition_replica`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,7 +38,7 @@ use engine::cluster_metadata::{Applier, ClusterMetadata, CreatedViews, Submit};
 use engine::metadata::permissions::Permissions;
 use engine::metadata::user::UserStatus;
 use engine::metadata::{ApplyOutcome, MetadataError, MetadataOp, MetadataState, OpKind, UserId};
-use engine::replicated::{Effect, GroupError, Placement};
+use engine::replicated::{Effect, Fate, GroupError, Placement};
 use storage::RealStorage;
 use tracing::{info, warn};
 
@@ -49,6 +52,10 @@ use server::cluster::{LinkConfig, Links, METADATA_GROUP, bind_listener};
 pub const TICK: Duration = Duration::from_millis(10);
 /// Submissions queued at most; a full queue answers 57 (retry).
 const QUEUE_CAPACITY: usize = 4096;
+/// How long a submission in doubt waits for its fate before it is
+/// answered 57 (it may have committed): below the SDK's 30 s wait for a
+/// reply, so the client hears an answer rather than drops its connection.
+pub const DOUBT_MAX: Duration = Duration::from_secs(20);
 
 /// What boot decided for this node's metadata replica.
 pub struct ClusterStart {
@@ -246,6 +253,7 @@ impl ClusterCommitter {
             next_nonce: 1,
             remote: BTreeMap::new(),
             awaiting_apply: BTreeMap::new(),
+            in_doubt: BTreeMap::new(),
         };
         while let Ok(input) = rx.recv().await {
             let effects = match input {
@@ -295,6 +303,10 @@ struct Task {
     remote: BTreeMap<RequestNumber, (u8, u64)>,
     /// Forwarded ops the primary committed, answered once applied here.
     awaiting_apply: BTreeMap<Op, Vec<TxOneshot<CommitResult>>>,
+    /// Submissions prepared here whose primary left its view, waiting for
+    /// their fate (module docs): the view they were prepared in, since
+    /// when.
+    in_doubt: BTreeMap<RequestNumber, (View, Instant, TxOneshot<CommitResult>)>,
 }
 
 impl Task {
@@ -459,7 +471,9 @@ impl Task {
                         .outcome(op)
                         .cloned()
                         .unwrap_or(Err(MetadataError::NotCommitted));
-                    if let Some((_, reply)) = self.waiters.remove(&request) {
+                    let local = self.waiters.remove(&request).map(|(_, reply)| reply);
+                    let doubted = self.in_doubt.remove(&request).map(|(_, _, reply)| reply);
+                    if let Some(reply) = local.or(doubted) {
                         answer(reply, outcome, op.0);
                     } else if let Some((origin, nonce)) = self.remote.remove(&request) {
                         let code = outcome.as_ref().err().map_or(0, MetadataError::code);
@@ -524,11 +538,12 @@ impl Task {
         } else if settled && self.root.is_some() {
             self.root = None; // the cluster has its users already
         }
-        // A primary that left its view answers what it had in flight:
-        // those ops may still commit in the next view (57).
+        // What a primary that left its view had in flight is in doubt: it
+        // may still commit in the next view.
         let replica = self.group.group().replica();
         let current = replica.view();
         let primary = replica.is_primary();
+        let now = Instant::now();
         let stale: Vec<RequestNumber> = self
             .waiters
             .iter()
@@ -536,10 +551,11 @@ impl Task {
             .map(|(request, _)| *request)
             .collect();
         for request in stale {
-            if let Some((_, reply)) = self.waiters.remove(&request) {
-                answer(reply, Err(MetadataError::NotCommitted), 0);
+            if let Some((view, reply)) = self.waiters.remove(&request) {
+                self.in_doubt.insert(request, (view, now, reply));
             }
         }
+        self.resolve_doubts(now, current);
         if !primary {
             for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
                 self.send(
@@ -551,6 +567,31 @@ impl Task {
                         code: MetadataError::NotCommitted.code(),
                     },
                 );
+            }
+        }
+    }
+
+    /// Answers the submissions in doubt whose fate this replica can tell
+    /// (`Group::own_fate`): dropped, 58 (a replay runs it once); committed
+    /// but skipped by a state transfer, or past `DOUBT_MAX`, 57. One its
+    /// log holds is answered as it applies (`perform`).
+    fn resolve_doubts(&mut self, now: Instant, current: View) {
+        let group = self.group.group();
+        let mut answers = Vec::new();
+        for (&request, (view, since, _)) in &self.in_doubt {
+            let error = match group.own_fate(request, *view) {
+                Fate::Dropped => MetadataError::NotPrimary { view: current.0 },
+                Fate::Skipped => MetadataError::NotCommitted,
+                Fate::Pending | Fate::Unknown if now.duration_since(*since) >= DOUBT_MAX => {
+                    MetadataError::NotCommitted
+                }
+                Fate::Pending | Fate::Unknown => continue,
+            };
+            answers.push((request, error));
+        }
+        for (request, error) in answers {
+            if let Some((_, _, reply)) = self.in_doubt.remove(&request) {
+                answer(reply, Err(error), 0);
             }
         }
     }

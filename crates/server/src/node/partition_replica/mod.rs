@@ -20,7 +20,7 @@
 //! instead of running it again. A submission whose primary left its view
 //! (or whose forward went unanswered) is in doubt: it waits until this
 //! replica is normal in a later view and its log shows the op (it will
-//! commit: the answer follows) or not (58), at most 30 s (then 57).
+//! commit: the answer follows) or not (58), at most `DOUBT_MAX` (then 57).
 //!
 //! A replica given a checkpoint above its log (a wiped node, or one that
 //! fell behind every peer's journal) refills the gap from its peers'
@@ -55,7 +55,7 @@ use engine::cluster_partition::{
     encode_append, encode_command,
 };
 use engine::partition::Partition;
-use engine::replicated::{Effect, GroupError, Placement};
+use engine::replicated::{Effect, Fate as OwnFate, GroupError, Placement};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use storage::superblock::Identity;
@@ -66,7 +66,7 @@ mod log_fetch;
 
 use log_fetch::Fetch;
 
-use super::cluster_commit::TICK;
+use super::cluster_commit::{DOUBT_MAX, TICK};
 use super::cluster_state::ClusterShared;
 use super::process_stats::now_us;
 use bytes::Bytes;
@@ -78,9 +78,6 @@ const QUEUE_CAPACITY: usize = 1024;
 /// How long a forwarded submission waits for the primary's answer before
 /// it is in doubt.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long an in-doubt submission waits for its fate before it is
-/// answered 57 (may have committed).
-const DOUBT_MAX: Duration = Duration::from_secs(30);
 /// Provably never in a pipeline, or provably dropped by the group's log:
 /// a replay runs it once.
 const NOT_ACCEPTED: ErrorCode = ErrorCode::TransientNotAccepted;
@@ -698,39 +695,17 @@ impl Task {
         if self.in_doubt.is_empty() {
             return;
         }
-        let replica = self.group.group().replica();
-        let client = self.group.client();
-        let held = (replica.status() == consensus::vsr::Status::Normal).then(|| {
-            let mut held = std::collections::BTreeSet::new();
-            let mut op = replica.commit_min().0 + 1;
-            while op <= replica.head().0 {
-                let entry = replica.entry(Op(op))?;
-                if entry.client == client {
-                    held.insert(entry.request);
-                }
-                op += 1;
-            }
-            Some(held)
-        });
-        let committed = replica
-            .committed_request(client)
-            .map(|(request, _)| request);
-        let current = replica.view();
+        let group = self.group.group();
+        let current = group.replica().view();
         let mut answers = Vec::new();
         for (&request, (view, since, _)) in &self.in_doubt {
-            let code = match &held {
-                Some(Some(held)) if *view < current && !held.contains(&request) => {
-                    // Applied ops produced their answers; one a transfer
-                    // skipped would show in the client table as committed
-                    // at or past this request.
-                    if committed.is_some_and(|c| c >= request) {
-                        UNKNOWN
-                    } else {
-                        NOT_ACCEPTED
-                    }
+            let code = match group.own_fate(request, *view) {
+                OwnFate::Dropped => NOT_ACCEPTED,
+                OwnFate::Skipped => UNKNOWN,
+                OwnFate::Pending | OwnFate::Unknown if now.duration_since(*since) >= DOUBT_MAX => {
+                    UNKNOWN
                 }
-                _ if now.duration_since(*since) >= DOUBT_MAX => UNKNOWN,
-                _ => continue,
+                OwnFate::Pending | OwnFate::Unknown => continue,
             };
             answers.push((request, code));
         }
