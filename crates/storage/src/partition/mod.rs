@@ -25,6 +25,7 @@ mod recovery;
 mod retention;
 mod shared_cache;
 mod state;
+mod truncate;
 mod write;
 
 #[cfg(test)]

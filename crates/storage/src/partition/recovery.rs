@@ -72,6 +72,10 @@ struct ScannedSegment {
     memory_index: Vec<IndexEntry>,
     /// Records after the last valid stored entry, candidates for rebuild.
     unindexed: Vec<IndexEntry>,
+    /// The scan stopped at the first record at or above this offset
+    /// (`PartitionLog::truncate_tail`), not at a torn tail.
+    cut_at: Option<Offset>,
+    cut: bool,
 }
 
 impl ScannedSegment {
@@ -139,7 +143,7 @@ pub(super) async fn open<S: Storage>(
     let mut segments = Vec::with_capacity(starts.len());
     let (mut last_offset, mut last_timestamp) = (None, 0);
     for start in starts {
-        let segment = recover_segment(&storage, dir, start, last_offset, &mut report).await?;
+        let segment = recover_segment(&storage, dir, start, last_offset, &mut report, None).await?;
         if segment.last_offset.is_some() {
             last_offset = segment.last_offset;
             last_timestamp = segment.max_timestamp;
@@ -236,12 +240,16 @@ async fn make_durable<S: Storage>(
         .map_err(io_error("fsync partition directory", dir))
 }
 
-async fn recover_segment<S: Storage>(
+/// Recovers one segment's files; with `cut_at`, everything from the first
+/// record at or above that offset is cut off as well (not reported: it
+/// was asked for).
+pub(super) async fn recover_segment<S: Storage>(
     storage: &S,
     dir: &Path,
     start: Offset,
     previous_last: Option<Offset>,
     report: &mut RecoveryReport,
+    cut_at: Option<Offset>,
 ) -> Result<Segment<S::File>> {
     let log_path = segment_path(dir, start, LOG_EXTENSION);
     if previous_last.is_some_and(|last| start <= last) {
@@ -266,10 +274,16 @@ async fn recover_segment<S: Storage>(
         .map_err(io_error("read index", &index_path))?;
     let mut scan = ScannedSegment {
         stored_index: IndexEntry::decode_all(stored.as_deref().unwrap_or(&[])),
+        cut_at,
         ..Default::default()
     };
     scan_segment(&log, &log_path, len, start, &mut scan).await?;
-    if is_direct_padding(&log, &log_path, scan.valid_end, len).await? {
+    if scan.cut {
+        tracing::debug!(file = %log_path.display(), position = scan.valid_end, dropped = len - scan.valid_end, "cutting the log's tail");
+        log.set_len(scan.valid_end)
+            .await
+            .map_err(io_error("cut the log's tail", &log_path))?;
+    } else if is_direct_padding(&log, &log_path, scan.valid_end, len).await? {
         tracing::debug!(file = %log_path.display(), bytes = len - scan.valid_end, "dropping direct-I/O padding");
         log.set_len(scan.valid_end)
             .await
@@ -383,6 +397,13 @@ async fn scan_segment<F: StorageFile>(
                 }
                 _ => return unreadable_header(file, path, len, here, scan).await,
             };
+            if let Ok(header) = BatchHeader::read(&buf[at..])
+                && scan.cut_at.is_some_and(|cut| header.base_offset >= cut.0)
+            {
+                assert_eq!(scan.valid_end, here, "a cut falls between records");
+                scan.cut = true;
+                return Ok(());
+            }
             if here + record_len > len {
                 return torn(scan, here, "incomplete record");
             }

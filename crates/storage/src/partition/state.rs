@@ -327,7 +327,7 @@ impl<F> LogState<F> {
         }
     }
 
-    fn uncache_written(&mut self, len: u64) {
+    pub fn uncache_written(&mut self, len: u64) {
         self.cached_written_bytes -= len;
         if let Some(shared) = &self.shared_cache {
             shared.release(len);

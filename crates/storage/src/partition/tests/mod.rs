@@ -4,6 +4,7 @@
 mod crash;
 mod model;
 mod recovery;
+mod truncate;
 mod unit;
 
 use std::path::{Path, PathBuf};
