@@ -59,10 +59,7 @@ pub enum StorageError {
 pub type Result<T> = std::result::Result<T, StorageError>;
 
 /// Wraps an `io::Error` with the operation and the path it concerned.
-pub(crate) fn io_error(
-    operation: &'static str,
-    path: &Path,
-) -> impl FnOnce(io::Error) -> StorageError {
+pub fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StorageError {
     let path = path.to_path_buf();
     move |source| StorageError::Io {
         operation,

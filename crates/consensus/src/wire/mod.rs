@@ -611,6 +611,28 @@ pub fn decode_entry(bytes: &[u8]) -> Result<Entry, WireError> {
     Ok(entry)
 }
 
+/// Decodes a record that may keep only the first bytes of its entry's body
+/// (a group whose state machine holds the rest itself, `hold_body` in the
+/// engine): the entry with the bytes kept as its body, and the length of
+/// the whole body. A whole record decodes as `decode_entry` does.
+pub fn decode_entry_prefix(bytes: &[u8]) -> Result<(Entry, usize), WireError> {
+    let command = Command::RepairPrepare;
+    if bytes.len() < ENTRY_RECORD_SIZE {
+        return Err(malformed(command, "an entry record cut short"));
+    }
+    let body_len =
+        u32::from_le_bytes(array(&bytes[..ENTRY_RECORD_SIZE], record::BODY_LEN)) as usize;
+    let kept = bytes.len() - ENTRY_RECORD_SIZE;
+    if kept > body_len {
+        return Err(malformed(command, "bytes after the entry record"));
+    }
+    // The record as if its body were whole up to what it keeps.
+    let mut whole = bytes.to_vec();
+    whole[record::BODY_LEN..record::BODY_LEN + 4].copy_from_slice(&(kept as u32).to_le_bytes());
+    let (entry, _) = take_entry(command, &Bytes::from(whole))?;
+    Ok((entry, body_len))
+}
+
 /// The fixed part of an entry's record (its body follows it): with the
 /// body, the bytes `encode_entry` writes, for a writer that takes both
 /// without joining them.

@@ -72,6 +72,26 @@ fn given_an_entry_when_encoded_alone_should_decode_to_it_and_refuse_extra_bytes(
     );
 }
 
+#[test]
+fn given_a_record_keeping_part_of_its_body_when_decoded_should_give_the_part_and_the_whole_length()
+{
+    let one = entry(9, 0x99, b"nine bytes");
+    let mut bytes = Vec::new();
+    encode_entry(&one, &mut bytes);
+    let (whole, len) = decode_entry_prefix(&bytes).expect("a whole record");
+    assert_eq!((whole, len), (one.clone(), 10));
+    let (kept, len) = decode_entry_prefix(&bytes[..ENTRY_RECORD_SIZE + 4]).expect("a prefix");
+    assert_eq!(len, 10);
+    assert_eq!(&kept.body[..], b"nine");
+    assert_eq!(
+        (kept.op, kept.identity, kept.client, kept.timestamp_us),
+        (one.op, one.identity, one.client, one.timestamp_us)
+    );
+    bytes.push(0);
+    assert!(decode_entry_prefix(&bytes).is_err(), "a trailing byte");
+    assert!(decode_entry_prefix(&bytes[..ENTRY_RECORD_SIZE - 1]).is_err());
+}
+
 /// One frame of every `Message` variant.
 fn samples() -> Vec<Frame> {
     let view = View(3);

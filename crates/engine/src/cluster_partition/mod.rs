@@ -3,6 +3,19 @@
 //! Viewstamped Replication (`crate::replicated`) and applied on every
 //! replica to its own copy of the partition (segments and offset files).
 //!
+//! The segment is the op's log: as an append is journaled, its batch is
+//! written to the segment (`hold_body`) and the journal record keeps only
+//! the entry's fixed part and the body's first `APPEND_PREFIX` bytes (kind
+//! and base offset), so each batch is written once per replica. The
+//! batches above the committed end are held, never served; applying an
+//! append commits its batch; a view change that drops ops cuts their
+//! batches (`PartitionLog::truncate_tail`); at open, a record's batch is
+//! read back from the segment (the journal ends before one the segment
+//! lacks) and a batch no record names is cut. A purge keeps the purged
+//! segments in `purged-<op>/` until a checkpoint covers the purge, since
+//! the journal may still name their batches; retention keeps what the
+//! latest checkpoint does not cover.
+//!
 //! The primary fixes what must be equal everywhere before it prepares: the
 //! batch's base offset (the end of its log plus the appends in its
 //! pipeline) and the timestamp (the entry's), and it checks the batch's
@@ -40,11 +53,14 @@
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::ops::Range;
 use std::path::Path;
 use std::pin::Pin;
 use std::rc::Rc;
+
+use bytes::Bytes;
 
 use consensus::vsr::message::{Entry, Message, ReplicaId};
 use consensus::{ClientId, Op, RequestNumber, View};
@@ -270,7 +286,7 @@ pub async fn serve_fetch<S: Storage>(
     max_bytes: u64,
 ) -> Result<Fetched, PartitionError> {
     let log = partition.log();
-    let end_of_log = log.next_offset();
+    let end_of_log = partition.committed_end();
     let first = log.first_offset().unwrap_or(end_of_log);
     let mut fetched = Fetched {
         first,
@@ -282,7 +298,7 @@ pub async fn serve_fetch<S: Storage>(
     }
     for record in log.read(fetched.end, u32::MAX, max_bytes).await? {
         let end = record.first_offset.plus(u64::from(record.count));
-        if end > until || record.first_offset != fetched.end {
+        if end > until.min(end_of_log) || record.first_offset != fetched.end {
             break;
         }
         fetched.records.extend_from_slice(&record.header);
@@ -351,6 +367,11 @@ pub struct PartitionMachine<S: Storage> {
     /// Where a checkpoint's missing log comes from; without one, a
     /// checkpoint above this log is refused.
     source: Option<LogSource>,
+    /// The log's end after each journaled append not yet applied, by op
+    /// (its batch is held in the segment: `hold_body`).
+    held: BTreeMap<Op, Offset>,
+    /// The committed end the latest checkpoint's state recorded.
+    snapshot_end: std::cell::Cell<Offset>,
 }
 
 impl<S: Storage> PartitionMachine<S> {
@@ -449,10 +470,51 @@ impl<S: Storage> PartitionMachine<S> {
 
 /// Makes every append so far durable in the partition's segments.
 async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), StorageError> {
-    partition.flush(true).await.map_err(|e| match e {
+    partition.flush(true).await.map_err(partition_storage)
+}
+
+/// Where a purge at `op` keeps the purged segments until a checkpoint
+/// covers it: the journal's records of earlier appends keep only their
+/// heads, and a restart before that checkpoint reads their batches there.
+fn purged_dir(partition_dir: &Path, op: Op) -> std::path::PathBuf {
+    partition_dir.join(format!("{PURGED_PREFIX}{:020}", op.0))
+}
+
+const PURGED_PREFIX: &str = "purged-";
+
+/// The purged-segment directories in `partition_dir`, oldest first; with
+/// `up_to`, only those of purges at or below that op.
+async fn purged_dirs<S: Storage>(
+    storage: &S,
+    partition_dir: &Path,
+    up_to: Option<Op>,
+) -> Result<Vec<std::path::PathBuf>, StorageError> {
+    let names = storage
+        .read_dir(partition_dir)
+        .await
+        .map_err(storage::error::io_error(
+            "list a partition directory",
+            partition_dir,
+        ))?;
+    let mut ops: Vec<u64> = names
+        .iter()
+        .filter_map(|name| name.strip_prefix(PURGED_PREFIX)?.parse().ok())
+        .filter(|op| up_to.is_none_or(|up_to| *op <= up_to.0))
+        .collect();
+    ops.sort_unstable();
+    Ok(ops
+        .into_iter()
+        .map(|op| purged_dir(partition_dir, Op(op)))
+        .collect())
+}
+
+/// A partition's storage failure as the group reports it (the log's own
+/// calls fail only in storage).
+fn partition_storage(e: PartitionError) -> StorageError {
+    match e {
         PartitionError::Storage(e) => e,
-        other => unreachable!("a flush fails only in storage: {other}"),
-    })
+        other => unreachable!("a log operation fails only in storage: {other}"),
+    }
 }
 
 impl<S: Storage> StateMachine for PartitionMachine<S> {
@@ -460,6 +522,11 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         let decoded = decode(&entry.body).unwrap_or_else(|e| {
             panic!("committed partition op {} cannot be decoded: {e}", entry.op)
         });
+        while let Some(held) = self.held.first_entry()
+            && *held.key() <= entry.op
+        {
+            held.remove();
+        }
         let applied = match decoded {
             Decoded::Append { base_offset, .. } => {
                 let applied = self.apply_append(entry, base_offset).await;
@@ -485,7 +552,11 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
                     Err(e) => panic!("cannot apply committed offset store {}: {e}", entry.op),
                 }
             }
-            Decoded::Purge { generation } => match self.partition.apply_purge(generation).await {
+            Decoded::Purge { generation } => match self
+                .partition
+                .apply_purge(generation, &purged_dir(self.partition.dir(), entry.op))
+                .await
+            {
                 Ok(_) => Applied::Purged,
                 Err(e) => panic!("cannot apply committed purge {}: {e}", entry.op),
             },
@@ -502,6 +573,97 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         applied.encode()
     }
 
+    /// An append's batch is written to the segment as the op is journaled
+    /// (the segment is the op's log); the journal keeps the op's kind and
+    /// base offset, the first `APPEND_PREFIX` bytes.
+    async fn hold_body(&mut self, entry: &Entry) -> Result<Option<usize>, StorageError> {
+        let Ok(Decoded::Append {
+            base_offset,
+            messages,
+        }) = decode(&entry.body)
+        else {
+            return Ok(None);
+        };
+        self.partition
+            .hold_append(
+                entry.body.slice(APPEND_PREFIX..),
+                base_offset,
+                entry.timestamp_us,
+            )
+            .await
+            .map_err(partition_storage)?;
+        self.held
+            .insert(entry.op, base_offset.plus(u64::from(messages)));
+        Ok(Some(APPEND_PREFIX))
+    }
+
+    async fn sync_held(&mut self, fsync: bool) -> Result<(), StorageError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.partition
+            .sync_held(fsync)
+            .await
+            .map_err(partition_storage)
+    }
+
+    async fn held_body(
+        &mut self,
+        entry: &Entry,
+        len: usize,
+    ) -> Result<Option<Bytes>, StorageError> {
+        let Some(head) = entry.body.get(..APPEND_PREFIX) else {
+            return Ok(None);
+        };
+        let Ok((kind, base)) = head.split_first().ok_or(()) else {
+            return Ok(None);
+        };
+        let base_offset = Offset(u64::from_le_bytes(base.try_into().expect("8 bytes")));
+        if *kind != APPEND {
+            return Ok(None);
+        }
+        let aside = purged_dirs(self.partition.storage(), self.partition.dir(), None).await?;
+        let Some(record) = self
+            .partition
+            .held_batch(base_offset, &aside)
+            .await
+            .map_err(partition_storage)?
+        else {
+            return Ok(None);
+        };
+        if APPEND_PREFIX + record.len() != len {
+            return Ok(None);
+        }
+        let messages = BatchHeader::read(&record).map_or(0, |h| u64::from(h.message_count));
+        self.held.insert(entry.op, base_offset.plus(messages));
+        Ok(Some(Bytes::from(encode_append(base_offset, &record))))
+    }
+
+    /// The log keeps the batches of ops up to `after` (committed ones, and
+    /// the held ones a view change kept); those of later ops go.
+    async fn cut_held(&mut self, after: Op) -> Result<(), StorageError> {
+        let kept = self.held.range(..=after).next_back().map(|(_, end)| *end);
+        let keep_end = kept.unwrap_or_else(|| self.partition.committed_end());
+        self.held.split_off(&after.next());
+        self.partition
+            .cut_held(keep_end)
+            .await
+            .map_err(partition_storage)
+    }
+
+    /// Retention may now take what the checkpoint covers, and the purged
+    /// segments kept for the journal's older records go.
+    async fn checkpointed(&mut self, op: Op) -> Result<(), StorageError> {
+        self.partition.set_checkpointed_end(self.snapshot_end.get());
+        let (storage, dir) = (self.partition.storage(), self.partition.dir());
+        for purged in purged_dirs(storage, dir, Some(op)).await? {
+            if let Err(e) = storage.remove_dir_all(&purged).await {
+                tracing::warn!(dir = %purged.display(), "cannot remove purged segments: {e}");
+            }
+        }
+        Ok(())
+    }
+
     async fn persist(&mut self) -> Result<(), StorageError> {
         sync_segments(&self.partition).await
     }
@@ -512,14 +674,25 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     }
 
     fn snapshot(&self) -> Vec<u8> {
+        self.snapshot_end.set(self.partition.committed_end());
         encode_checkpoint(
-            self.partition.log().next_offset(),
+            self.partition.committed_end(),
             &self.partition.consumer_offsets(),
         )
     }
 
     async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String> {
         let (next, offsets) = decode_checkpoint(bytes)?;
+        if from == Restore::Transfer {
+            // What this replica held above its commit point may differ
+            // from the history the checkpoint carries: it goes first.
+            self.held.clear();
+            let committed = self.partition.committed_end();
+            self.partition
+                .cut_held(committed)
+                .await
+                .map_err(|e| format!("cutting the held log before a transfer: {e}"))?;
+        }
         let held = self.partition.log().next_offset();
         if held < next {
             let Some(source) = self.source.clone() else {
@@ -539,6 +712,7 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
             );
             self.refill(&source, next).await?;
         }
+        self.partition.restore_committed_end(next);
         // At boot the offset files are at least as new as this replica's
         // own checkpoint (the journal replays what lies above it).
         if let (Restore::Transfer, Some(offsets)) = (from, offsets) {
@@ -593,6 +767,8 @@ impl<S: Storage> ReplicatedPartition<S> {
             partition: partition.clone(),
             unsynced: 0,
             source: None,
+            held: BTreeMap::new(),
+            snapshot_end: std::cell::Cell::new(Offset::ZERO),
         };
         let mut group = if created {
             Group::create(storage, dir, placement, nonce, machine).await?

@@ -69,15 +69,22 @@ fn record(tag: u64, count: usize) -> Vec<u8> {
 struct Cluster {
     net: Net<ReplicatedPartition<SimStorage>>,
     nonce: u64,
+    /// Ops between checkpoints.
+    checkpoint_interval: u64,
     /// Log fetches made by the replica opened with a source.
     fetches: Rc<std::cell::Cell<u32>>,
 }
 
 impl Cluster {
     async fn start() -> Cluster {
+        Cluster::start_checkpointing_every(4).await
+    }
+
+    async fn start_checkpointing_every(checkpoint_interval: u64) -> Cluster {
         let mut cluster = Cluster {
             net: Net::new(3),
             nonce: 900,
+            checkpoint_interval,
             fetches: Rc::default(),
         };
         for id in 0..3 {
@@ -91,6 +98,11 @@ impl Cluster {
     /// partition as a node's log fetches would.
     async fn open_with_source(&mut self, id: u8, source: u8) {
         self.open(id).await;
+        self.refill_from(id, source);
+    }
+
+    /// Replica `id` refills its log from replica `source`'s partition.
+    fn refill_from(&mut self, id: u8, source: u8) {
         let peer = self.net.node(source).partition().clone();
         let fetches = Rc::new(std::cell::Cell::new(0u32));
         let counted = fetches.clone();
@@ -119,7 +131,7 @@ impl Cluster {
             .expect("partition opens")
             .partition;
         let limits = Limits {
-            checkpoint_interval: 4,
+            checkpoint_interval: self.checkpoint_interval,
             ..Limits::default()
         };
         let node = ReplicatedPartition::open(
@@ -517,4 +529,218 @@ async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_off
     let expected = cluster.messages(primary).await;
     assert_eq!(expected.len(), 1);
     assert_eq!(cluster.messages(backup).await, expected);
+}
+
+impl Cluster {
+    /// Prepares `command` on replica `id` (its primary) and queues the
+    /// frames, without delivering them.
+    async fn prepare_on(&mut self, id: u8, command: Command) {
+        let node = self.net.node_mut(id);
+        let Submit::Prepared { effects, .. } = node
+            .submit(&command, 5_000_000)
+            .await
+            .expect("storage works")
+        else {
+            panic!("replica {id} prepares");
+        };
+        self.net.take(effects);
+    }
+
+    /// The primary of a normal view other than `not`.
+    fn primary_besides(&self, not: u8) -> u8 {
+        (0..3)
+            .find(|&id| id != not && self.net.node(id).group().replica().is_primary())
+            .expect("a primary among the others")
+    }
+}
+
+fn append(tag: u64, count: usize) -> Command {
+    let batch = record(tag, count);
+    Command::Append {
+        range: 0..batch.len(),
+        buffer: batch,
+    }
+}
+
+/// The segment is the op's log: a primary cut off with appends it
+/// prepared alone holds their batches above its commit point (never
+/// served); when it rejoins the next view, they are cut and the view's own
+/// batches take their offsets.
+#[compio::test]
+async fn given_appends_a_cut_off_primary_prepared_alone_when_it_rejoins_should_hold_the_new_views_batches()
+ {
+    // One append in the new view: the old primary's log is cut at the
+    // view change; three: past the new view's checkpoint, it catches up
+    // by state transfer, refilling from the new primary's segments after
+    // cutting its held batches.
+    rejoin_after_preparing_alone(1).await;
+    rejoin_after_preparing_alone(3).await;
+}
+
+async fn rejoin_after_preparing_alone(new_appends: u64) {
+    let mut cluster = Cluster::start().await;
+    for tag in 1..=2 {
+        cluster.submit(append(tag, 2)).await.expect("committed");
+    }
+    let old = cluster.net.primary();
+    cluster.net.cut = Some(old);
+    for tag in 10..=11 {
+        cluster.prepare_on(old, append(tag, 3)).await;
+    }
+    cluster.net.deliver().await;
+    let partition = cluster.net.node(old).partition().clone();
+    assert_eq!(partition.committed_end(), Offset(4));
+    assert_eq!(
+        partition.log().next_offset(),
+        Offset(10),
+        "held above the commit point"
+    );
+    assert_eq!(
+        cluster.messages(old).await.len(),
+        2,
+        "held batches are not served"
+    );
+
+    cluster.net.tick(200).await;
+    let new = cluster.primary_besides(old);
+    for tag in 20..20 + new_appends {
+        let node = cluster.net.node_mut(new);
+        let Submit::Prepared { effects, .. } = node
+            .submit(&append(tag, 1), 6_000_000)
+            .await
+            .expect("storage works")
+        else {
+            panic!("the new primary prepares");
+        };
+        cluster.net.take(effects);
+        cluster.net.deliver().await;
+    }
+    cluster.net.tick(20).await;
+    cluster.refill_from(old, new);
+    cluster.net.cut = None;
+    cluster.net.tick(300).await;
+    let expected = cluster.messages(new).await;
+    let offsets: Vec<u64> = [0, 2].into_iter().chain(4..4 + new_appends).collect();
+    assert_eq!(
+        expected.iter().map(|m| m.0).collect::<Vec<_>>(),
+        offsets,
+        "the new view's batches follow the committed ones"
+    );
+    let end = Offset(4 + new_appends);
+    for id in 0..3 {
+        assert_eq!(cluster.messages(id).await, expected, "replica {id}");
+        let partition = cluster.net.node(id).partition();
+        assert_eq!(
+            partition.log().next_offset(),
+            end,
+            "replica {id} holds nothing else"
+        );
+        assert_eq!(partition.committed_end(), end);
+    }
+}
+
+/// A restart: a journaled append whose batch is held comes back from the
+/// segment (the journal keeps only its head), and a batch written whose
+/// journal record never was (a crash between the two) is cut.
+#[compio::test]
+async fn given_a_restart_with_held_batches_and_an_orphan_when_replayed_should_serve_exactly_the_log()
+ {
+    let mut cluster = Cluster::start().await;
+    for tag in 1..=3 {
+        cluster.submit(append(tag, 2)).await.expect("committed");
+    }
+    let backup = (cluster.net.primary() + 1) % 3;
+    cluster.net.nodes[usize::from(backup)] = None;
+    // A batch in the segment that no journal record names.
+    let storage = cluster.net.storages[usize::from(backup)].clone();
+    let partition = Partition::open(storage, &partition_dir(), options(), 0)
+        .await
+        .expect("opens")
+        .partition;
+    let orphan = record(66, 4);
+    partition
+        .hold_append(bytes::Bytes::from(orphan), Offset(6), 7_000_000)
+        .await
+        .expect("written");
+    partition.flush(true).await.expect("flushed");
+    drop(partition);
+    cluster.open(backup).await;
+    assert_eq!(
+        cluster.net.node(backup).partition().log().next_offset(),
+        Offset(6),
+        "the orphan is cut at open"
+    );
+    cluster.net.tick(200).await;
+    cluster.submit(append(4, 1)).await.expect("committed");
+    cluster.net.tick(20).await;
+    let primary = cluster.net.primary();
+    let expected = cluster.messages(primary).await;
+    assert_eq!(
+        expected.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [0, 2, 4, 6]
+    );
+    assert_eq!(cluster.messages(backup).await, expected);
+}
+
+/// A backup journals the append prepared right behind a purge before it
+/// applies the purge: the purge empties the log, the held batch stays.
+#[compio::test]
+async fn given_an_append_prepared_behind_a_purge_when_both_commit_should_keep_it_everywhere() {
+    let mut cluster = Cluster::start().await;
+    cluster.submit(append(1, 3)).await.expect("committed");
+    let primary = cluster.net.primary();
+    cluster
+        .prepare_on(primary, Command::Purge { generation: 1 })
+        .await;
+    cluster.prepare_on(primary, append(2, 2)).await;
+    cluster.net.deliver().await;
+    cluster.net.tick(20).await;
+    for id in 0..3 {
+        let messages = cluster.messages(id).await;
+        assert_eq!(
+            messages.iter().map(|m| m.0).collect::<Vec<_>>(),
+            [3],
+            "replica {id}: the purge emptied the log, the later append is kept"
+        );
+    }
+}
+
+/// A restart after a purge and before any checkpoint covers it: the
+/// journal's records of the purged appends keep only their heads, and
+/// their batches come from the segments the purge kept aside; the first
+/// checkpoint past the purge removes those.
+#[compio::test]
+async fn given_a_restart_after_a_purge_before_a_checkpoint_when_replayed_should_keep_the_purge() {
+    let mut cluster = Cluster::start_checkpointing_every(1000).await;
+    for tag in 1..=3 {
+        cluster.submit(append(tag, 2)).await.expect("committed");
+    }
+    let purged = cluster.submit(Command::Purge { generation: 1 }).await;
+    assert_eq!(purged, Some(Applied::Purged));
+    cluster.submit(append(4, 3)).await.expect("committed");
+    cluster.net.tick(10).await;
+    let aside = |cluster: &Cluster, id: u8| {
+        cluster.net.storages[usize::from(id)]
+            .files()
+            .into_iter()
+            .filter(|path| path.to_string_lossy().contains("/purged-"))
+            .count()
+    };
+    for id in 0..3 {
+        assert!(
+            aside(&cluster, id) > 0,
+            "replica {id} keeps the purged segments aside"
+        );
+        cluster.net.nodes[usize::from(id)] = None;
+    }
+    for id in 0..3 {
+        cluster.open(id).await;
+    }
+    cluster.net.tick(300).await;
+    let primary = cluster.net.primary();
+    let expected = cluster.messages(primary).await;
+    assert_eq!(expected.iter().map(|m| m.0).collect::<Vec<_>>(), [6]);
+    for id in 0..3 {
+        assert_eq!(cluster.messages(id).await, expected, "replica {id}");
+    }
 }

@@ -126,6 +126,14 @@ pub struct Partition<S: Storage> {
     durability: Durability,
     offset_durability: Durability,
     replicated_by_group: bool,
+    /// Cluster mode: the end of the committed log. The log holds the
+    /// batches of ops prepared but not committed above it (`hold_append`),
+    /// which nothing serves or counts.
+    committed_end: Cell<Offset>,
+    /// Cluster mode: the committed end as of the group's last durable
+    /// checkpoint. The journal may name the batches above it (whose
+    /// records keep only their heads), so retention keeps them.
+    checkpointed_end: Cell<Offset>,
     purge_generation: Cell<u64>,
     /// This partition's consensus group: op numbering and commit order.
     group: PartitionGroup<S>,
@@ -156,7 +164,11 @@ impl<S: Storage> Partition<S> {
             Durability::Replicated => consensus::Durability::Written,
         };
         let group = PartitionGroup::open(storage.clone(), dir, acknowledgement).await?;
+        // A group's restore and replay raise it to what it committed.
+        let committed_end = Cell::new(log.start_offset());
         let partition = Partition {
+            checkpointed_end: committed_end.clone(),
+            committed_end,
             group,
             storage,
             dir: dir.to_path_buf(),
@@ -277,22 +289,21 @@ impl<S: Storage> Partition<S> {
         Ok((receipt, Committed { op, commit }))
     }
 
-    /// Cluster mode: appends a committed op's batch at the offset its
-    /// primary stamped (`base_offset`), with the op's timestamp; a poll
-    /// sees it as soon as this returns (`replicated_by_group`). A batch
-    /// this log holds already (an op applied before a restart and replayed
-    /// from the group's journal) is skipped: the answer is the same receipt
-    /// offset. The group's journal holds the op, so the segment write is
-    /// neither awaited nor fsynced here.
-    pub async fn apply_append(
+    /// Cluster mode: writes a prepared op's batch at the offset its primary
+    /// stamped (`base_offset`), with the op's timestamp, as the op is
+    /// journaled: the segment is the op's log, and nothing serves it until
+    /// `apply_append` commits it. A batch the log holds already (the op
+    /// was journaled again, or held before a restart) is left as it is.
+    pub async fn hold_append(
         &self,
         record: bytes::Bytes,
         base_offset: Offset,
         timestamp_us: u64,
-    ) -> Result<Offset> {
+    ) -> Result<()> {
+        assert!(self.replicated_by_group, "only a partition group holds");
         let next = self.log.next_offset();
         if base_offset < next {
-            return Ok(base_offset); // applied before a restart
+            return Ok(());
         }
         assert_eq!(
             base_offset, next,
@@ -303,15 +314,112 @@ impl<S: Storage> Partition<S> {
             .append_shared_when_ready(record, || timestamp_us)
             .await?;
         assert_eq!(receipt.base_offset, base_offset, "offsets as stamped");
-        assert!(self.replicated_by_group, "only a partition group applies");
-        Ok(receipt.base_offset)
+        Ok(())
+    }
+
+    /// Cluster mode: commits an op's batch (`hold_append` wrote it as the
+    /// op was journaled; one the log lacks, journaled by an earlier build,
+    /// is written now): a poll sees it as soon as this returns. The group's
+    /// journal holds the op, so the segment write is neither awaited nor
+    /// fsynced here.
+    pub async fn apply_append(
+        &self,
+        record: bytes::Bytes,
+        base_offset: Offset,
+        timestamp_us: u64,
+    ) -> Result<Offset> {
+        let messages = protocol::batch::BatchHeader::read(&record)
+            .map(|h| u64::from(h.message_count))
+            .unwrap_or(0);
+        if base_offset >= self.log.next_offset() {
+            self.hold_append(record, base_offset, timestamp_us).await?;
+        }
+        let end = base_offset.plus(messages);
+        assert!(
+            end <= self.log.next_offset(),
+            "a committed batch lies whole in the log"
+        );
+        self.committed_end.set(self.committed_end.get().max(end));
+        Ok(base_offset)
+    }
+
+    /// Cluster mode: the end of the committed log (see `hold_append`).
+    pub fn committed_end(&self) -> Offset {
+        self.committed_end.get()
+    }
+
+    /// Cluster mode: a checkpoint says the log is committed up to `end`
+    /// (at boot, or installed by a state transfer).
+    pub fn restore_committed_end(&self, end: Offset) {
+        let end = end.max(self.log.start_offset());
+        self.committed_end.set(end);
+        self.checkpointed_end.set(end);
+    }
+
+    /// Cluster mode: the group's checkpoint covering the log up to `end`
+    /// is durable.
+    pub fn set_checkpointed_end(&self, end: Offset) {
+        self.checkpointed_end
+            .set(self.checkpointed_end.get().max(end));
+    }
+
+    /// Cluster mode: drops the held batches at or above `keep_end` (a view
+    /// change dropped their ops), never a committed one.
+    pub async fn cut_held(&self, keep_end: Offset) -> Result<()> {
+        assert!(
+            keep_end >= self.committed_end.get(),
+            "a committed batch is never cut"
+        );
+        self.log.truncate_tail(keep_end).await?;
+        Ok(())
+    }
+
+    /// Cluster mode: makes every held batch as durable as the group's
+    /// journal sync: fsynced with `fsync`, else written to the kernel.
+    pub async fn sync_held(&self, fsync: bool) -> Result<()> {
+        if let Some(last) = self.log.last_offset() {
+            if fsync {
+                self.log.wait_durable(last).await?;
+            } else {
+                self.log.wait_written(last).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cluster mode: the whole stored batch that starts at `base_offset`
+    /// (held or committed), if the log has it, or else the log in one of
+    /// the directories `aside` (purged segments) has it.
+    pub async fn held_batch(
+        &self,
+        base_offset: Offset,
+        aside: &[PathBuf],
+    ) -> Result<Option<bytes::Bytes>> {
+        if base_offset >= self.log.start_offset() {
+            return batch_at(&self.log, base_offset).await;
+        }
+        for dir in aside {
+            let options = LogOptions {
+                follow_log_end: true,
+                ..LogOptions::default()
+            };
+            let (log, _) = PartitionLog::open(self.storage.clone(), dir, options).await?;
+            if let Some(batch) = batch_at(&log, base_offset).await? {
+                return Ok(Some(batch));
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn storage(&self) -> &S {
+        &self.storage
     }
 
     /// Cluster mode: stores a committed offset op (checked against this
     /// log as every replica checks it, so all agree). Returns whether it
     /// reaches what this node served to that consumer.
     pub async fn apply_store_offset(&self, consumer: ConsumerKey, offset: Offset) -> Result<bool> {
-        match self.log.last_offset() {
+        match self.visible_offset() {
             Some(last) if offset <= last => {}
             _ => return Err(PartitionError::OffsetBeyondEnd { offset }),
         }
@@ -399,7 +507,8 @@ impl<S: Storage> Partition<S> {
     /// back (replication spec §4.4: reads never above the commit point).
     pub fn visible_offset(&self) -> Option<Offset> {
         if self.replicated_by_group {
-            return self.log.last_offset(); // applied = committed
+            let committed = self.committed_end.get().checked_minus(1)?;
+            return Some(self.log.last_offset()?.min(committed));
         }
         let acknowledgeable = match self.durability {
             Durability::Persisted => self.log.durable_offset(),
@@ -579,7 +688,7 @@ impl<S: Storage> Partition<S> {
     /// offsets, then the generation recorded (last, so a crash before it
     /// makes the next open purge again).
     pub async fn purge(&self, generation: u64) -> Result<()> {
-        self.purge_from(generation, Offset::ZERO).await
+        self.purge_from(generation, Offset::ZERO, None).await
     }
 
     /// Cluster mode: purge number `generation` as a committed op of the
@@ -587,23 +696,47 @@ impl<S: Storage> Partition<S> {
     /// keep growing and the appends a journal replays after a restart are
     /// still recognised as applied; a generation already carried out is a
     /// no-op (returns false).
-    pub async fn apply_purge(&self, generation: u64) -> Result<bool> {
+    pub async fn apply_purge(&self, generation: u64, aside: &Path) -> Result<bool> {
         if generation <= self.purge_generation.get() {
             return Ok(false);
         }
-        self.purge_from(generation, self.log.next_offset()).await?;
+        // Batches held for later ops (a backup journals the next prepares
+        // before it applies this one) outlive the purge: the log restarts
+        // at the committed end and takes them again.
+        let end = self.committed_end.get();
+        let held = if self.log.next_offset() > end {
+            self.log.read(end, u32::MAX, u64::MAX).await?
+        } else {
+            Vec::new()
+        };
+        self.purge_from(generation, end, Some(aside)).await?;
+        for record in held {
+            assert_eq!(
+                record.first_offset,
+                self.log.next_offset(),
+                "held batches follow on"
+            );
+            let timestamp =
+                protocol::batch::BatchHeader::read(&record.header).map_or(0, |h| h.base_timestamp);
+            self.hold_append(
+                bytes::Bytes::from(record.to_record()),
+                record.first_offset,
+                timestamp,
+            )
+            .await?;
+        }
         Ok(true)
     }
 
-    async fn purge_from(&self, generation: u64, start: Offset) -> Result<()> {
+    async fn purge_from(&self, generation: u64, start: Offset, aside: Option<&Path>) -> Result<()> {
         assert!(
             generation >= self.purge_generation.get(),
             "purge generations never go back"
         );
-        if start == Offset::ZERO {
-            self.log.purge().await?;
-        } else {
-            self.log.restart_at(start).await?;
+        match aside {
+            Some(aside) => self.log.restart_at_aside(start, aside).await?,
+            None if start == Offset::ZERO => self.log.purge().await?,
+            None => self.log.restart_at(start).await?,
         }
         self.offsets.borrow_mut().clear();
         self.served.borrow_mut().clear();
@@ -611,12 +744,23 @@ impl<S: Storage> Partition<S> {
         purge_gen::store(&self.storage, &self.dir, generation).await?;
         self.purge_generation.set(generation);
         assert_eq!(self.log.last_offset(), None, "a purged log is empty");
+        self.committed_end.set(self.log.start_offset());
+        self.checkpointed_end
+            .set(self.checkpointed_end.get().min(self.log.start_offset()));
         Ok(())
     }
 
-    /// The lowest stored offset: retention never deletes past it.
+    /// The lowest stored offset: retention never deletes past it. In
+    /// cluster mode neither past the committed end: the batches above it
+    /// are the held log of ops not committed yet.
     pub fn barrier(&self) -> Option<Offset> {
-        self.offsets.borrow().values().copied().min()
+        let stored = self.offsets.borrow().values().copied().min();
+        if !self.replicated_by_group {
+            return stored;
+        }
+        let journaled = self.checkpointed_end.get().min(self.committed_end.get());
+        let below = journaled.checked_minus(1).unwrap_or(Offset::ZERO);
+        Some(stored.map_or(below, |stored| stored.min(below)))
     }
 
     /// Deletes up to `count` of the oldest sealed segments, never past the
@@ -628,4 +772,19 @@ impl<S: Storage> Partition<S> {
             .await?;
         Ok(deleted)
     }
+}
+
+/// The whole stored batch of `log` that starts at `base_offset`, if any.
+async fn batch_at<S: Storage>(
+    log: &PartitionLog<S>,
+    base_offset: Offset,
+) -> Result<Option<bytes::Bytes>> {
+    if base_offset >= log.next_offset() {
+        return Ok(None);
+    }
+    let records = log.read(base_offset, u32::MAX, 1).await?;
+    Ok(records
+        .first()
+        .filter(|r| r.first_offset == base_offset)
+        .map(|r| bytes::Bytes::from(r.to_record())))
 }

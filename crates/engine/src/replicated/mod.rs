@@ -20,7 +20,11 @@
 //! (fail-stop, replication spec §6.7), never limp on.
 //!
 //! ```text
-//! journal record payload   one entry record (consensus::wire::encode_entry)
+//! journal record payload   one entry record (consensus::wire::encode_entry),
+//!                          or, for an op whose body the state machine
+//!                          holds (`StateMachine::hold_body`), the record's
+//!                          fixed part (body_len still the whole body's)
+//!                          and the first bytes of the body it keeps
 //! snapshot payload (little-endian)
 //!   0  u32 entry_len, then the checkpoint op's entry record
 //!      u32 clients, then per client: u128 id, u64 request, u64 op
@@ -36,6 +40,8 @@ pub(crate) mod net;
 mod tests;
 
 use std::collections::BTreeMap;
+
+use bytes::Bytes;
 use std::future::{Future, poll_fn};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -44,7 +50,7 @@ use std::time::Instant;
 
 use consensus::vsr::message::{Entry, Envelope, Message, ReplicaId, Request, Snapshot};
 use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
-use consensus::wire::{decode_entry, encode_entry, entry_record_head};
+use consensus::wire::{decode_entry, decode_entry_prefix, encode_entry, entry_record_head};
 use consensus::{ClientId, Op, RequestNumber, View};
 use storage::journal::Journal;
 use storage::superblock::{self, Identity, Superblock};
@@ -74,11 +80,71 @@ pub trait StateMachine: Sized {
     fn persist_beside(&mut self) -> Option<Work> {
         None
     }
+    /// Whether this machine keeps `entry`'s body itself: if so it stores
+    /// the body now, as the op is journaled (a partition writes an
+    /// append's batch to its segment), and returns how many leading bytes
+    /// of the body the journal keeps; the journal record then holds only
+    /// the entry's fixed part and those bytes. `None` (the default): the
+    /// journal holds the whole body.
+    async fn hold_body(&mut self, _entry: &Entry) -> Result<Option<usize>, StorageError> {
+        Ok(None)
+    }
+    /// Makes every body held so far as durable as the journal's sync makes
+    /// its records: on disk with `fsync`, else at least in the kernel.
+    async fn sync_held(&mut self, _fsync: bool) -> Result<(), StorageError> {
+        Ok(())
+    }
+    /// At open: the whole body of a journaled entry whose record kept only
+    /// `entry.body` of it (`len` bytes in all), or `None` when the machine
+    /// does not hold it (a crash took it before the record's sync): the
+    /// journal then ends before that entry.
+    async fn held_body(
+        &mut self,
+        _entry: &Entry,
+        _len: usize,
+    ) -> Result<Option<Bytes>, StorageError> {
+        Ok(None)
+    }
+    /// The journal now ends at `after` (a view change dropped the ops
+    /// above it, or, at open, nothing above it was journaled): drop what is
+    /// held for later ops.
+    async fn cut_held(&mut self, _after: Op) -> Result<(), StorageError> {
+        Ok(())
+    }
+    /// A checkpoint at `op` (the latest `snapshot`, or an installed one)
+    /// is durable: the journal no longer names any op at or below it.
+    async fn checkpointed(&mut self, _op: Op) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// The state as bytes (equal states give equal bytes).
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with the one `snapshot` wrote (a checkpoint at
     /// boot, or one a state transfer installed).
     async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String>;
+}
+
+/// The journal's entries with their whole bodies: a record that kept only
+/// part of its body gets the rest from the machine. The entries end before
+/// the first whose body the machine does not hold or that does not match
+/// its identity.
+async fn held_bodies<M: StateMachine>(
+    machine: &mut M,
+    records: Vec<(Entry, usize)>,
+) -> Result<Vec<Entry>, StorageError> {
+    let mut entries = Vec::with_capacity(records.len());
+    for (mut entry, len) in records {
+        if entry.body.len() < len {
+            let Some(body) = machine.held_body(&entry, len).await? else {
+                break;
+            };
+            entry.body = body;
+            if entry.body.len() != len || !entry.is_sound() {
+                break;
+            }
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
 }
 
 /// Storage work that runs beside a group's driver.
@@ -342,22 +408,44 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             Some(s) => Some(decode_snapshot(&s.payload).map_err(format("the checkpoint"))?),
             None => None,
         };
-        let entries = recovery
+        let records = recovery
             .records
             .iter()
-            .map(|r| decode_entry(&r.payload).map_err(|e| e.to_string()))
-            .collect::<Result<Vec<Entry>, String>>()
+            .map(|r| decode_entry_prefix(&r.payload).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<(Entry, usize)>, String>>()
             .map_err(format("a journal record"))?;
-        if let Some(entry) = entries.iter().find(|e| e.view.0 != 0 && e.view.0 < floor) {
+        if let Some((entry, _)) = records
+            .iter()
+            .find(|(e, _)| e.view.0 != 0 && e.view.0 < floor)
+        {
             return Err(below("a journal entry", entry.view.0));
         }
-        let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
         let replies = match &snapshot {
             Some(s) => decode_state(&mut machine, &s.state, Restore::Boot)
                 .await
                 .map_err(format("the checkpoint's state"))?,
             None => BTreeMap::new(),
         };
+        let entries = held_bodies(&mut machine, records).await?;
+        let head = entries
+            .last()
+            .map(|e| e.op)
+            .or(snapshot.as_ref().map(Snapshot::op))
+            .unwrap_or(Op::ZERO);
+        if recovery
+            .records
+            .last()
+            .is_some_and(|last| last.sequence > head.0)
+        {
+            // A body the machine should hold is missing or does not match
+            // its entry: the journal ends before it, as at a torn record.
+            tracing::warn!(dir = %dir.display(), head = head.0, "the journal ends at a body its state machine does not hold");
+            journal.truncate_after(head.0).await?;
+        }
+        // Whatever the machine holds above the journal's head goes (written
+        // before a crash took the op's record).
+        machine.cut_held(head).await?;
+        let blank = persisted.is_none() && snapshot.is_none() && entries.is_empty();
         let durable = Durable {
             view: View(persisted.map_or(0, |s| s.view)),
             log_view: View(persisted.map_or(0, |s| s.log_view)),
@@ -493,10 +581,14 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         let kept_ops = self.journal.last_sequence() - op.0;
         // A state transfer may have installed a newer one meanwhile (it
         // waits for this one first, see `perform`).
-        if op > self.replica.checkpoint_op() {
+        let newest = op > self.replica.checkpoint_op();
+        if newest {
             self.journal.compact(op.0).await?;
         }
         self.replica.checkpointed(running.snapshot);
+        if newest {
+            self.machine.checkpointed(op).await?;
+        }
         tracing::debug!(
             dir = %self.dir.display(),
             op = op.0,
@@ -565,14 +657,31 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                 },
                 Action::Journal(entry) => {
                     // The record is `encode_entry`'s, written without
-                    // joining its head and shared body first.
+                    // joining its head and shared body first; a body the
+                    // machine holds itself leaves only its first bytes.
                     let head = entry_record_head(&entry);
-                    let sequence = self.journal.append_parts(&[&head, &entry.body])?;
+                    let kept = match self.machine.hold_body(&entry).await? {
+                        Some(kept) => {
+                            assert!(kept < entry.body.len(), "a held body keeps its tail out");
+                            &entry.body[..kept]
+                        }
+                        None => &entry.body[..],
+                    };
+                    let sequence = self.journal.append_parts(&[&head, kept])?;
                     assert_eq!(sequence, entry.op.0, "journal sequence = op");
                 }
-                Action::TruncateAfter(op) => self.journal.truncate_after(op.0).await?,
-                Action::Sync if self.fsync => self.journal.sync().await?,
-                Action::Sync => self.journal.write_out().await?,
+                Action::TruncateAfter(op) => {
+                    self.journal.truncate_after(op.0).await?;
+                    self.machine.cut_held(op).await?;
+                }
+                Action::Sync if self.fsync => {
+                    self.journal.sync().await?;
+                    self.machine.sync_held(true).await?;
+                }
+                Action::Sync => {
+                    self.journal.write_out().await?;
+                    self.machine.sync_held(false).await?;
+                }
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);
                     self.store_superblock(view, log_view, uncertain).await?;
@@ -649,6 +758,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     let op = snapshot.op().0;
                     self.journal.write_snapshot(op, payload).await?;
                     self.replica.checkpointed(snapshot);
+                    self.machine.checkpointed(Op(op)).await?;
                     // The group waits for its checkpoint: a latency source.
                     tracing::debug!(
                         dir = %self.dir.display(),
@@ -678,6 +788,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         .install_snapshot(snapshot.op().0, payload)
                         .await?;
                     self.replies = replies;
+                    self.machine.checkpointed(snapshot.op()).await?;
                 }
             }
         }

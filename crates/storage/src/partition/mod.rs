@@ -362,6 +362,12 @@ impl<S: Storage> PartitionLog<S> {
         Ok(receipt)
     }
 
+    /// Where the log starts: its oldest segment's first offset (at or
+    /// below its first message).
+    pub fn start_offset(&self) -> Offset {
+        self.state().segments[0].start_offset
+    }
+
     /// The offset the next appended message will get.
     pub fn next_offset(&self) -> Offset {
         self.state().next_offset

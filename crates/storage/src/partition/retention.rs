@@ -6,6 +6,8 @@
 //! or an fsync. Each pass ends with a directory fsync so that a crash cannot
 //! bring removed segments back in front of the log.
 
+use std::path::Path;
+
 use super::index::{INDEX_EXTENSION, LOG_EXTENSION, segment_path};
 use super::state::LogState;
 use super::{PartitionLog, frontier};
@@ -112,24 +114,59 @@ impl<S: Storage> PartitionLog<S> {
     /// every segment it had (cluster mode: a replica refilling from peers
     /// whose retention already removed what lies below `start`).
     pub async fn restart_at(&self, start: Offset) -> Result<()> {
+        self.restart_with(start, None).await
+    }
+
+    /// `restart_at`, keeping every batch the log had, written out, as a
+    /// log of its own in the new directory `aside` (cluster mode: a purge,
+    /// whose purged batches a replica's journal may still name until its
+    /// next checkpoint).
+    pub async fn restart_at_aside(&self, start: Offset, aside: &Path) -> Result<()> {
+        self.restart_with(start, Some(aside)).await
+    }
+
+    async fn restart_with(&self, start: Offset, aside: Option<&Path>) -> Result<()> {
         let _io = self.inner.io.lock().await;
         let _frontier = self.inner.frontier_io.lock().await;
         self.check_writable()?;
+        let (storage, dir) = (&self.inner.storage, &self.inner.dir);
+        if let Some(aside) = aside {
+            self.flush_locked().await?;
+            self.sync_locked().await?;
+            storage
+                .create_dir_all(aside)
+                .await
+                .map_err(io_error("create a directory for purged segments", aside))?;
+        }
         let old: Vec<_> = self
             .state()
             .segments
             .iter()
             .map(|s| s.start_offset)
             .collect();
-        let (storage, dir) = (&self.inner.storage, &self.inner.dir);
         for old_start in old {
             for extension in [LOG_EXTENSION, INDEX_EXTENSION] {
                 let path = segment_path(dir, old_start, extension);
-                storage
-                    .remove_file(&path)
-                    .await
-                    .map_err(io_error("remove segment file", &path))?;
+                match aside {
+                    Some(aside) => {
+                        let to = segment_path(aside, old_start, extension);
+                        storage
+                            .rename(&path, &to)
+                            .await
+                            .map_err(io_error("move a purged segment file", &path))?;
+                    }
+                    None => storage
+                        .remove_file(&path)
+                        .await
+                        .map_err(io_error("remove segment file", &path))?,
+                }
             }
+        }
+        if let Some(aside) = aside {
+            storage
+                .sync_dir(aside)
+                .await
+                .map_err(io_error("fsync the purged segments' directory", aside))?;
         }
         let segment = self.create_segment(start).await?;
         let reserved = start.plus(self.inner.options.offset_reservation);

@@ -356,6 +356,11 @@ impl SimStorage {
         }
     }
 
+    /// Every file's path (the current names), for test assertions.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.fs.borrow().volatile_names.keys().cloned().collect()
+    }
+
     /// The current (volatile) content of a file, for test assertions.
     pub fn file_bytes(&self, path: &Path) -> Option<Vec<u8>> {
         let fs = self.fs.borrow();
