@@ -17,7 +17,8 @@
 # WARMUP (iggy-bench --warmup-time, default 0s: e.g. 10s measures the rate
 # sustained past the page cache's first burst).
 # Prints one `total` line of iggy-bench per run (MB/s, then latencies in ms:
-# p50 p90 p95 p99 p999 p9999 max).
+# p50 p90 p95 p99 p999 p9999 max), then what the disk under WORKDIR wrote
+# during the run (MB, from /proc/diskstats) and how long it was busy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ab=
@@ -34,6 +35,13 @@ bench=$(realpath "${BENCH:-target/release/iggy-bench}")
 work=${WORKDIR:-/tmp/iggy-cluster-bench}
 mkdir -p "$work"
 
+# Sectors written and milliseconds busy of the disk holding WORKDIR.
+disk_counters() {
+  local dev
+  dev=$(basename "$(findmnt -no SOURCE -T "$work" 2>/dev/null || echo none)")
+  awk -v d="$dev" '$3 == d { print $10, $13; found = 1 } END { if (!found) print 0, 0 }' /proc/diskstats
+}
+
 drop_caches() {
   sync
   echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "cannot drop the page cache (not root?)" >&2
@@ -42,9 +50,14 @@ drop_caches() {
 run() {
   local address=$1
   shift
-  "$bench" pinned-producer --producers 2 --message-size 1000 --messages-per-batch 1000 \
+  local before after line
+  read -r -a before <<<"$(disk_counters)"
+  line=$("$bench" pinned-producer --producers 2 --message-size 1000 --messages-per-batch 1000 \
     --message-batches "$batches" --warmup-time "${WARMUP:-0s}" --server-address "$address" --username iggy --password iggy \
-    --quiet "$@" | grep total || echo "FAILED"
+    --quiet "$@" | grep total || echo "FAILED")
+  sync
+  read -r -a after <<<"$(disk_counters)"
+  echo "$line | disk $(((after[0] - before[0]) / 2048)) MB written, busy $((after[1] - before[1])) ms"
 }
 
 single() {

@@ -3,7 +3,9 @@
 //! offsets with the same bytes on every replica, and a replayed journal
 //! does not append twice.
 
+use std::future::poll_fn;
 use std::path::PathBuf;
+use std::task::Poll;
 
 use consensus::vsr::Limits;
 use consensus::vsr::VsrReplica;
@@ -743,4 +745,71 @@ async fn given_a_restart_after_a_purge_before_a_checkpoint_when_replayed_should_
     for id in 0..3 {
         assert_eq!(cluster.messages(id).await, expected, "replica {id}");
     }
+}
+
+/// A checkpoint written beside a group holds its segments' I/O while it
+/// syncs them; the group's next append waits on that same I/O to make
+/// its batch durable. On real files (whose I/O suspends) the group must
+/// not stall: the checkpoint's work runs whatever the driver awaits.
+#[compio::test]
+async fn given_a_checkpoint_syncing_beside_when_the_next_appends_come_should_not_stall() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let partition_dir = dir.path().join("partition");
+    let journal_dir = partition_dir.join("prepares-1");
+    let storage = storage::RealStorage;
+    storage.create_dir_all(&journal_dir).await.expect("dirs");
+    let partition = Partition::open(storage.clone(), &partition_dir, options(), 0)
+        .await
+        .expect("partition opens")
+        .partition;
+    let mut alone = placement(
+        0,
+        Limits {
+            checkpoint_interval: 2,
+            ..Limits::default()
+        },
+    );
+    alone.replicas = 1;
+    // Appends written, not synced: the checkpoint's sync has work to do.
+    alone.fsync = false;
+    let mut node =
+        ReplicatedPartition::open(storage, &journal_dir, alone, 1, Rc::new(partition), true)
+            .await
+            .expect("opens");
+    let appends = async {
+        for tag in 0..12u64 {
+            let batch = record(tag, 200);
+            let command = Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            };
+            let submitted = node
+                .submit(&command, 5_000_000)
+                .await
+                .expect("storage works");
+            assert!(
+                matches!(submitted, Submit::Prepared { .. }),
+                "a group of one leads"
+            );
+            // The driver polls the checkpoint once between requests, as a
+            // node's loop does when its other work is ready first.
+            let group = node.group_mut();
+            let ready = poll_fn(|cx| Poll::Ready(group.poll_checkpoint(cx).is_ready())).await;
+            if ready {
+                group.finish_checkpoint().await.expect("checkpoint written");
+            }
+        }
+        node.group_mut()
+            .complete_checkpoint()
+            .await
+            .expect("checkpoint written");
+    };
+    compio::time::timeout(std::time::Duration::from_secs(20), appends)
+        .await
+        .expect("the appends and checkpoints complete");
+    assert_eq!(node.partition().committed_end(), Offset(12 * 200));
+    assert!(
+        node.group().replica().checkpoint_op() > Op(0),
+        "checkpointed"
+    );
 }

@@ -48,6 +48,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use compio::runtime::ResumeUnwind;
 use consensus::vsr::message::{Entry, Envelope, Message, ReplicaId, Request, Snapshot};
 use consensus::vsr::{Action, Durable, Limits, NotAdmitted, Timing, VsrReplica};
 use consensus::wire::{decode_entry, decode_entry_prefix, encode_entry, entry_record_head};
@@ -738,9 +739,22 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         let payload = encode_snapshot(&snapshot);
                         let journal = self.journal.clone();
                         let op = snapshot.op().0;
-                        let work: Work = Box::pin(async move {
+                        // Its own task, so that it runs whatever the
+                        // group's driver awaits meanwhile: the group's
+                        // next ops may wait for the very locks (a
+                        // segment's I/O) this work holds, and a future
+                        // polled only by that driver would never release
+                        // them.
+                        let task = compio::runtime::spawn(async move {
                             persist.await?;
                             journal.store_snapshot(op, payload).await
+                        });
+                        let dir = self.dir.clone();
+                        let work: Work = Box::pin(async move {
+                            task.await.resume_unwind().unwrap_or(Err(
+                                // Only the runtime's shutdown cancels it.
+                                StorageError::Closed { dir },
+                            ))
                         });
                         self.running = Some(Beside {
                             snapshot,
