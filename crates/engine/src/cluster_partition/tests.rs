@@ -758,7 +758,7 @@ async fn given_a_checkpoint_syncing_beside_when_the_next_appends_come_should_not
     let journal_dir = partition_dir.join("prepares-1");
     let storage = storage::RealStorage;
     storage.create_dir_all(&journal_dir).await.expect("dirs");
-    let partition = Partition::open(storage.clone(), &partition_dir, options(), 0)
+    let partition = Partition::open(storage, &partition_dir, options(), 0)
         .await
         .expect("partition opens")
         .partition;
