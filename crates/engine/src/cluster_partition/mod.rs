@@ -166,6 +166,25 @@ fn put_consumer(out: &mut Vec<u8>, consumer: ConsumerKey) {
 }
 
 /// The body of an append at `base_offset`.
+/// An append's op body (`encode_append`) made from the request `buffer`
+/// whose `range` is the batch, and where in the returned buffer it starts:
+/// written over the bytes before the batch when there are enough of them
+/// (no copy), else copied.
+fn append_body(mut buffer: Vec<u8>, range: Range<usize>, base_offset: Offset) -> (Vec<u8>, usize) {
+    assert!(range.end <= buffer.len(), "the batch lies in its buffer");
+    let Some(start) = range.start.checked_sub(APPEND_PREFIX) else {
+        return (encode_append(base_offset, &buffer[range]), 0);
+    };
+    buffer[start] = APPEND;
+    buffer[start + 1..range.start].copy_from_slice(&base_offset.0.to_le_bytes());
+    buffer.truncate(range.end);
+    debug_assert!(matches!(
+        decode(&buffer[start..]),
+        Ok(Decoded::Append { base_offset: b, .. }) if b == base_offset
+    ));
+    (buffer, start)
+}
+
 pub fn encode_append(base_offset: Offset, record: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(APPEND_PREFIX + record.len());
     out.push(APPEND);
@@ -831,7 +850,14 @@ impl<S: Storage> ReplicatedPartition<S> {
     }
 
     /// Submits a change at `now_us` (the primary stamps and prepares it).
-    pub async fn submit(&mut self, command: &Command, now_us: u64) -> Result<Submit, GroupError> {
+    /// A prepared append's batch leaves `command` (its buffer becomes the
+    /// op's body where the bytes before the batch can take the body's
+    /// prefix; nothing is copied then): keep the command only for its kind.
+    pub async fn submit(
+        &mut self,
+        command: &mut Command,
+        now_us: u64,
+    ) -> Result<Submit, GroupError> {
         let replica = self.group.replica();
         if !replica.is_primary() {
             return Ok(Submit::NotPrimary {
@@ -854,16 +880,19 @@ impl<S: Storage> ReplicatedPartition<S> {
                 // offset, the op's timestamp), so each stores the op's
                 // body as it is, without a copy.
                 let base_offset = self.head_offset();
-                let mut body = encode_append(base_offset, record);
+                let partition_id = self.partition.log().options().partition_id;
+                let timestamp = replica.next_timestamp(now_us);
+                let (mut body, start) =
+                    append_body(std::mem::take(buffer), range.clone(), base_offset);
                 stamp_record(
-                    &mut body[APPEND_PREFIX..],
-                    self.partition.log().options().partition_id,
+                    &mut body[start + APPEND_PREFIX..],
+                    partition_id,
                     base_offset.0,
-                    replica.next_timestamp(now_us),
+                    timestamp,
                 );
-                body
+                Bytes::from(body).slice(start..)
             }
-            other => encode_command(other).expect("not an append"),
+            other => Bytes::from(encode_command(other).expect("not an append")),
         };
         Ok(
             match self.submitter.submit(&mut self.group, body, now_us).await? {

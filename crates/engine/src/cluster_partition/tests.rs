@@ -149,12 +149,12 @@ impl Cluster {
         self.net.nodes[usize::from(id)] = Some(node);
     }
 
-    async fn submit(&mut self, command: Command) -> Option<Applied> {
+    async fn submit(&mut self, mut command: Command) -> Option<Applied> {
         let primary = self.net.primary();
         let node = self.net.node_mut(primary);
         let client = node.client();
         let Submit::Prepared { request, effects } = node
-            .submit(&command, 5_000_000)
+            .submit(&mut command, 5_000_000)
             .await
             .expect("storage works")
         else {
@@ -536,10 +536,10 @@ async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_off
 impl Cluster {
     /// Prepares `command` on replica `id` (its primary) and queues the
     /// frames, without delivering them.
-    async fn prepare_on(&mut self, id: u8, command: Command) {
+    async fn prepare_on(&mut self, id: u8, mut command: Command) {
         let node = self.net.node_mut(id);
         let Submit::Prepared { effects, .. } = node
-            .submit(&command, 5_000_000)
+            .submit(&mut command, 5_000_000)
             .await
             .expect("storage works")
         else {
@@ -608,7 +608,7 @@ async fn rejoin_after_preparing_alone(new_appends: u64) {
     for tag in 20..20 + new_appends {
         let node = cluster.net.node_mut(new);
         let Submit::Prepared { effects, .. } = node
-            .submit(&append(tag, 1), 6_000_000)
+            .submit(&mut append(tag, 1), 6_000_000)
             .await
             .expect("storage works")
         else {
@@ -779,12 +779,12 @@ async fn given_a_checkpoint_syncing_beside_when_the_next_appends_come_should_not
     let appends = async {
         for tag in 0..12u64 {
             let batch = record(tag, 200);
-            let command = Command::Append {
+            let mut command = Command::Append {
                 range: 0..batch.len(),
                 buffer: batch,
             };
             let submitted = node
-                .submit(&command, 5_000_000)
+                .submit(&mut command, 5_000_000)
                 .await
                 .expect("storage works");
             assert!(
@@ -812,4 +812,25 @@ async fn given_a_checkpoint_syncing_beside_when_the_next_appends_come_should_not
         node.group().replica().checkpoint_op() > Op(0),
         "checkpointed"
     );
+}
+
+/// An append's body is built over the request's bytes before the batch
+/// when there are at least the prefix's 9 of them, else copied; either way
+/// it is `encode_append`'s bytes.
+#[test]
+fn given_a_batch_inside_its_request_when_building_the_body_should_match_encode_append() {
+    let batch = record(3, 4);
+    for before in [0usize, 5, 9, 40] {
+        let mut buffer = vec![0xAA; before];
+        buffer.extend_from_slice(&batch);
+        buffer.extend_from_slice(&[0xBB; 7]);
+        let range = before..before + batch.len();
+        let (body, start) = append_body(buffer, range, Offset(77));
+        assert_eq!(
+            body[start..],
+            encode_append(Offset(77), &batch)[..],
+            "{before} bytes before the batch"
+        );
+        assert_eq!(start, before.saturating_sub(APPEND_PREFIX));
+    }
 }

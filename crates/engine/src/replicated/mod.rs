@@ -225,7 +225,7 @@ impl Submitter {
     pub async fn submit<S: Storage, M: StateMachine>(
         &mut self,
         group: &mut Group<S, M>,
-        body: Vec<u8>,
+        body: impl Into<Bytes>,
         now_us: u64,
     ) -> Result<Submitted, GroupError> {
         let request = RequestNumber(self.next_request);

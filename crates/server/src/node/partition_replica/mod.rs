@@ -184,8 +184,9 @@ impl PartitionReplica {
         // Frames leave as the replica asks: a prepare before the primary's
         // own journal write.
         let outbox = shared.clone();
+        let mut memo = PrepareMemo::default();
         group.set_outbox(Box::new(move |envelope| {
-            outbox.send(envelope.to, ns, incarnation, envelope.message);
+            memo.send(&outbox, ns, incarnation, envelope.to, envelope.message);
         }));
         let (tx, rx) = bounded_async(QUEUE_CAPACITY);
         let wanted_purge = Rc::new(Cell::new(0));
@@ -219,7 +220,7 @@ impl PartitionReplica {
             tick_queued,
             wanted_purge: wanted_purge.clone(),
             purge_proposed: None,
-            last_prepare: None,
+            last_prepare: PrepareMemo::default(),
         };
         compio::runtime::spawn(task.run(rx)).detach();
         Ok(PartitionReplica {
@@ -340,7 +341,7 @@ struct Task {
     /// When this primary last proposed the wanted purge.
     purge_proposed: Option<Instant>,
     /// The last prepare encoded, to queue the same bytes to every backup.
-    last_prepare: Option<(PrepareKey, Lane, Bytes)>,
+    last_prepare: PrepareMemo,
 }
 
 /// What makes two prepares the same frame: the message's fields and the
@@ -352,6 +353,38 @@ struct PrepareKey {
     op: u64,
     identity: u64,
     body: *const u8,
+}
+
+/// The latest prepare this group sent, encoded: a prepare goes to every
+/// backup in turn, and is encoded (copied and checksummed) once for all.
+#[derive(Default)]
+struct PrepareMemo(Option<(PrepareKey, Lane, Bytes)>);
+
+impl PrepareMemo {
+    /// Queues `message` to `to`; a prepare equal to the latest one reuses
+    /// its bytes.
+    fn send(
+        &mut self,
+        shared: &ClusterShared,
+        ns: u64,
+        incarnation: u64,
+        to: ReplicaId,
+        message: Message,
+    ) {
+        let Some(key) = PrepareKey::of(&message) else {
+            shared.send(to, ns, incarnation, message);
+            return;
+        };
+        let (lane, bytes) = match &self.0 {
+            Some((last, lane, bytes)) if *last == key => (*lane, bytes.clone()),
+            _ => {
+                let (lane, bytes) = LinkSender::encode(&shared.frame(ns, incarnation, message));
+                self.0 = Some((key, lane, bytes.clone()));
+                (lane, bytes)
+            }
+        };
+        shared.send_encoded(to, ns, lane, bytes);
+    }
 }
 
 impl PrepareKey {
@@ -446,23 +479,10 @@ impl Task {
         info!(ns = self.ns, "partition replica stopped");
     }
 
-    /// Queues `message` to `to`; a prepare broadcast to every backup is
-    /// encoded once and its bytes shared.
+    /// Queues `message` to `to` (see `PrepareMemo::send`).
     fn send(&mut self, to: ReplicaId, message: Message) {
-        let Some(key) = PrepareKey::of(&message) else {
-            self.shared.send(to, self.ns, self.incarnation, message);
-            return;
-        };
-        let (lane, bytes) = match &self.last_prepare {
-            Some((last, lane, bytes)) if *last == key => (*lane, bytes.clone()),
-            _ => {
-                let frame = self.shared.frame(self.ns, self.incarnation, message);
-                let (lane, bytes) = LinkSender::encode(&frame);
-                self.last_prepare = Some((key, lane, bytes.clone()));
-                (lane, bytes)
-            }
-        };
-        self.shared.send_encoded(to, self.ns, lane, bytes);
+        self.last_prepare
+            .send(&self.shared, self.ns, self.incarnation, to, message);
     }
 
     /// Primary: proposes the purge the metadata committed, if the group
@@ -487,11 +507,11 @@ impl Task {
 
     async fn on_submit(
         &mut self,
-        command: Command,
+        mut command: Command,
         reply: TxOneshot<Outcome>,
     ) -> Result<Vec<Effect>, GroupError> {
         let view = self.group.group().replica().view();
-        match self.group.submit(&command, now_us()).await? {
+        match self.group.submit(&mut command, now_us()).await? {
             Submit::Prepared { request, effects } => {
                 self.waiters.insert(request, (view, command, reply));
                 return Ok(effects);
@@ -568,7 +588,7 @@ impl Task {
         body: Vec<u8>,
     ) -> Result<Vec<Effect>, GroupError> {
         let view = self.group.group().replica().view();
-        let command = match decode(&body) {
+        let mut command = match decode(&body) {
             Ok(Decoded::Append { .. }) => Command::Append {
                 range: APPEND_PREFIX..body.len(),
                 buffer: body,
@@ -589,7 +609,7 @@ impl Task {
                 return Ok(Vec::new());
             }
         };
-        let refusal = match self.group.submit(&command, now_us()).await? {
+        let refusal = match self.group.submit(&mut command, now_us()).await? {
             Submit::Prepared { request, effects } => {
                 self.remote.insert(request, (origin, nonce));
                 return Ok(effects);
