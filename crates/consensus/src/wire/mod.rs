@@ -17,7 +17,9 @@
 //!                         Prepare/RepairPrepare: low 64 = entry identity,
 //!                         high 64 = the seal
 //!  16 u128 checksum_body  XXH3-64 of the body (also when empty), zero-extended:
-//!                         every body, not only DoViewChange/StartView's
+//!                         every body, not only DoViewChange/StartView's;
+//!                         Prepare/RepairPrepare (ours): the entry identity,
+//!                         which covers the body (not hashed twice)
 //!  32 u128 cluster        48 u32 size (256 + body)    52 u32 view (message's)
 //!  56 u32  release = 0    60 u8 command               61 u8 replica (sender)
 //!  62..128 zero
@@ -69,7 +71,8 @@
 //! is the only artifact). A prepare's identity is ours (`Entry::identity`,
 //! a hash of its content), not the spec's header hash; the seal does not
 //! cover it (spec §3), and the replica drops an entry whose identity does
-//! not match its content (`Entry::is_sound`) on receipt.
+//! not match its content (`Entry::is_sound`) on receipt. That check is
+//! what catches a prepare's corrupt body: [`decode`] does not hash it.
 
 use bytes::Bytes;
 use protocol::checksum::xxh3_64;
@@ -349,7 +352,11 @@ pub fn encode(frame: &Frame) -> Vec<u8> {
     let mut out = vec![0u8; HEADER_SIZE];
     put_body(&frame.message, &mut out);
     let size = u32::try_from(out.len()).expect("a frame's size fits its u32 field");
-    let header = header_of(frame, size, xxh3_64(&out[HEADER_SIZE..]));
+    let body_checksum = match &frame.message {
+        Message::Prepare { entry, .. } | Message::RepairPrepare { entry, .. } => entry.identity,
+        _ => xxh3_64(&out[HEADER_SIZE..]),
+    };
+    let header = header_of(frame, size, body_checksum);
     out[..HEADER_SIZE].copy_from_slice(&header.0);
     debug_assert_eq!(decode(&out, out.len()).as_ref(), Ok(frame));
     out
@@ -382,7 +389,13 @@ pub fn decode_shared(bytes: Bytes, max_size: usize) -> Result<Frame, WireError> 
         });
     }
     let body = bytes.slice(HEADER_SIZE..);
-    let body_checksum = xxh3_64(&body);
+    let body_checksum = if Command::carries_identity(command as u8) {
+        // The entry's identity covers its body: the replica checks it on
+        // receipt (`Entry::is_sound`), so the body is not hashed twice.
+        header.u128(CHECKSUM) as u64
+    } else {
+        xxh3_64(&body)
+    };
     if header.u128(CHECKSUM_BODY) != u128::from(body_checksum) {
         return Err(WireError::BadBodyChecksum);
     }
