@@ -11,12 +11,13 @@
 # Node N listens on TCP 181N0, HTTP 182N0, QUIC 183N0, WebSocket 184N0
 # and replica 185N0 (node 0: TCP 18100, HTTP 18200, ...). Root user:
 # iggy / iggy unless IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD are set.
-# BIN=path/to/iggy-server uses that binary instead of building one.
+# BIN=path/to/iggy-server uses that binary instead of building one;
+# NODES=n runs a cluster of n nodes (1 to 3 here; default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command=${1:-}
 dir=${2:-target/cluster}
-nodes=(0 1 2)
+mapfile -t nodes < <(seq 0 $((${NODES:-3} - 1)))
 
 port() { echo $((18000 + $1 * 100 + $2 * 10)); } # kind, node
 
