@@ -307,3 +307,73 @@ fn given_tls_on_the_replica_links_when_writing_should_replicate_over_them() {
         "no refused handshake:\n{log}"
     );
 }
+
+/// A roster of one is a cluster whose groups have one replica: the node
+/// leads every group, serves the SDK, and keeps what it acknowledged across
+/// a SIGTERM and a SIGKILL.
+#[test]
+fn given_a_cluster_of_one_when_writing_and_restarting_should_serve_and_keep_everything() {
+    let ports = reserve_ports()[..1].to_vec();
+    let config = config(&ports, "");
+    let (mut nodes, leader, runtime) = with_orders(start_nodes(&ports, |_| config.clone()));
+    assert_eq!(leader, 0, "the only node leads");
+    let tcp = tcp_of(&nodes, 0);
+    runtime.block_on(async {
+        create_topic_t(tcp, 2).await;
+        send_to(tcp, 0, "a", 30).await.unwrap();
+        send_to(tcp, 1, "b", 20).await.unwrap();
+        let client = harness::sdk::root_client(tcp).await;
+        client
+            .store_consumer_offset(
+                &Consumer::new(harness::sdk::id(7)),
+                &harness::sdk::name("orders"),
+                &harness::sdk::name("t"),
+                Some(0),
+                11,
+            )
+            .await
+            .unwrap();
+        let metadata = client.get_cluster_metadata().await.unwrap();
+        assert_eq!(metadata.nodes.len(), 1, "{metadata:?}");
+        assert_eq!(
+            metadata.nodes[0].role,
+            ClusterNodeRole::Leader,
+            "{metadata:?}"
+        );
+    });
+    let tagged = |tag: &str, first: u64, count: u32| -> Vec<(u64, Vec<u8>)> {
+        (0..count)
+            .map(|i| (first + u64::from(i), format!("{tag}-{i}").into_bytes()))
+            .collect()
+    };
+    let first_partition = tagged("a", 0, 30);
+    let mut second_partition = tagged("b", 0, 20);
+    for stop in ["term", "kill"] {
+        let server = nodes[0].server.take().unwrap();
+        if stop == "term" {
+            let (status, _) = server.stop();
+            assert!(status.success(), "SIGTERM exits 0: {status:?}");
+        } else {
+            server.kill();
+        }
+        let node = &mut nodes[0];
+        node.server = Some(TestServer::start(&node.workdir, &node.options));
+        let tcp = tcp_of(&nodes, 0);
+        eventually(
+            &format!("the node serves its messages after a {stop}"),
+            || {
+                runtime.block_on(async {
+                    messages_on(tcp, 0).await == first_partition
+                        && messages_on(tcp, 1).await == second_partition
+                })
+            },
+        );
+        let stored = runtime.block_on(stored_offset_on(tcp, 7));
+        assert_eq!(stored, Some(11), "the stored offset after a {stop}");
+        // Writes go on after the restart.
+        runtime.block_on(send_to(tcp, 1, stop, 5)).unwrap();
+        let next = second_partition.len() as u64;
+        second_partition.extend(tagged(stop, next, 5));
+        assert_eq!(runtime.block_on(messages_on(tcp, 1)), second_partition);
+    }
+}

@@ -69,9 +69,11 @@ pub fn start_cluster(extra_config: &str) -> Vec<Node> {
     start_nodes(&ports, |_| config.clone())
 }
 
-/// Starts node `id` of `ports` with the configuration `config_of(id)`.
+/// Starts a node for each of `ports` (node `id` on `ports[id]`) with the
+/// configuration `config_of(id)`.
 pub fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<Node> {
-    (0..NODES)
+    let count = u8::try_from(ports.len()).expect("a roster's size");
+    (0..count)
         .map(|id| {
             let p = ports[usize::from(id)];
             let options = ServerOptions::default()
