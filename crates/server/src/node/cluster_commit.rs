@@ -9,7 +9,11 @@
 //! On a node that does not lead the metadata group a session's Register
 //! or Logout is forwarded to the primary (any node opens sessions); any
 //! other submission is answered `NotPrimary` (code 58: nothing was
-//! recorded). A submission whose primary left its view before the op
+//! recorded). A forwarded op the primary answers 57, does not answer in
+//! 5 s, or whose primary leaves its view, is looked for in this replica's
+//! log (a Register or Logout names its session): once committed and
+//! applied here, its outcome is the answer; not seen within `DOUBT_MAX`,
+//! 57 (a login that did commit is not left as a session nobody ends). A submission whose primary left its view before the op
 //! committed is in doubt (replication spec §7.2): it waits until this
 //! replica is normal in a later view and its log shows the op (it will
 //! commit, and its result is the answer, wherever this replica now
@@ -251,6 +255,7 @@ impl ClusterCommitter {
             waiters: BTreeMap::new(),
             forwards: BTreeMap::new(),
             next_nonce: 1,
+            forwards_in_doubt: BTreeMap::new(),
             remote: BTreeMap::new(),
             awaiting_apply: BTreeMap::new(),
             in_doubt: BTreeMap::new(),
@@ -297,8 +302,12 @@ struct Task {
     waiters: BTreeMap<RequestNumber, (View, TxOneshot<CommitResult>)>,
     /// Ops this node forwarded to the primary, by nonce: the view it was
     /// the primary of, and the deadline.
-    forwards: BTreeMap<u64, (View, Instant, TxOneshot<CommitResult>)>,
+    forwards: BTreeMap<u64, Forward>,
     next_nonce: u64,
+    /// Forwarded ops whose primary left its view, did not answer in time
+    /// or answered 57: they may have committed, so the log is searched for
+    /// them (module docs), by nonce.
+    forwards_in_doubt: BTreeMap<u64, (Instant, Forward)>,
     /// Primary: ops forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, (u8, u64)>,
     /// Forwarded ops the primary committed, answered once applied here.
@@ -307,6 +316,16 @@ struct Task {
     /// their fate (module docs): the view they were prepared in, since
     /// when.
     in_doubt: BTreeMap<RequestNumber, (View, Instant, TxOneshot<CommitResult>)>,
+}
+
+/// A session op this node forwarded to the primary of `view`.
+struct Forward {
+    view: View,
+    deadline: Instant,
+    /// The op's kind: a Register or Logout names its session, so the log
+    /// holds at most one op of this kind (its timestamp is the primary's).
+    kind: OpKind,
+    reply: TxOneshot<CommitResult>,
 }
 
 impl Task {
@@ -336,6 +355,7 @@ impl Task {
             OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }
         );
         let mut body = Vec::new();
+        let kind = op.kind.clone();
         if forwardable {
             op.encode(&mut body);
         }
@@ -346,7 +366,7 @@ impl Task {
                 return Ok(effects);
             }
             Submit::Rejected(e) => answer(reply, Err(e), self.node.metadata_commit()),
-            Submit::NotPrimary { view } if forwardable => self.forward(view, body, reply),
+            Submit::NotPrimary { view } if forwardable => self.forward(view, body, kind, reply),
             Submit::NotPrimary { view } => {
                 answer(reply, Err(MetadataError::NotPrimary { view: view.0 }), 0)
             }
@@ -355,7 +375,7 @@ impl Task {
         Ok(Vec::new())
     }
 
-    fn forward(&mut self, view: View, body: Vec<u8>, reply: TxOneshot<CommitResult>) {
+    fn forward(&mut self, view: View, body: Vec<u8>, kind: OpKind, reply: TxOneshot<CommitResult>) {
         let primary = (view.0 % u32::from(self.replicas)) as u8;
         let reachable = self.links.status(primary).is_some_and(|s| s.connected);
         if primary == self.group.group().replica().id() || !reachable {
@@ -367,8 +387,13 @@ impl Task {
         }
         let nonce = self.next_nonce;
         self.next_nonce += 1;
-        self.forwards
-            .insert(nonce, (view, Instant::now() + FORWARD_TIMEOUT, reply));
+        let forward = Forward {
+            view,
+            deadline: Instant::now() + FORWARD_TIMEOUT,
+            kind,
+            reply,
+        };
+        self.forwards.insert(nonce, forward);
         self.send(primary, Message::ForwardRequest { view, nonce, body });
     }
 
@@ -384,12 +409,19 @@ impl Task {
             Message::ForwardReply {
                 nonce, op, code, ..
             } => {
-                if let Some((_, _, reply)) = self.forwards.remove(&nonce) {
+                if let Some(forward) = self.forwards.remove(&nonce) {
                     if code == 0 {
-                        self.awaiting_apply.entry(op).or_default().push(reply);
+                        self.awaiting_apply
+                            .entry(op)
+                            .or_default()
+                            .push(forward.reply);
+                    } else if code == MetadataError::NotCommitted.code() {
+                        // It may have committed before the primary gave up.
+                        self.forwards_in_doubt
+                            .insert(nonce, (Instant::now(), forward));
                     } else {
                         let view = self.group.group().replica().view();
-                        answer(reply, Err(error_of(code, view)), 0);
+                        answer(forward.reply, Err(error_of(code, view)), 0);
                     }
                 }
                 Ok(Vec::new())
@@ -556,6 +588,7 @@ impl Task {
             }
         }
         self.resolve_doubts(now, current);
+        self.resolve_forward_doubts(now);
         if !primary {
             for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
                 self.send(
@@ -597,19 +630,69 @@ impl Task {
     }
 
     /// Forwarded ops the primary did not answer in time, or whose primary
-    /// was replaced since: retry (57).
+    /// was replaced since, are in doubt: they may have committed.
     fn expire_forwards(&mut self) {
         let now = Instant::now();
         let current = self.group.group().replica().view();
         let expired: Vec<u64> = self
             .forwards
             .iter()
-            .filter(|(_, (view, deadline, _))| *deadline <= now || *view < current)
+            .filter(|(_, forward)| forward.deadline <= now || forward.view < current)
             .map(|(nonce, _)| *nonce)
             .collect();
         for nonce in expired {
-            if let Some((_, _, reply)) = self.forwards.remove(&nonce) {
-                answer(reply, Err(MetadataError::NotCommitted), 0);
+            if let Some(forward) = self.forwards.remove(&nonce) {
+                self.forwards_in_doubt.insert(nonce, (now, forward));
+            }
+        }
+    }
+
+    /// Answers forwarded ops in doubt that this replica's log holds
+    /// committed and applied: their outcome. Past `DOUBT_MAX` without one
+    /// (dropped, below the checkpoint, or never prepared), 57: the client
+    /// retries.
+    fn resolve_forward_doubts(&mut self, now: Instant) {
+        if self.forwards_in_doubt.is_empty() {
+            return;
+        }
+        let replica = self.group.group().replica();
+        let start = replica.checkpoint_op().0 + 1;
+        let logged: Vec<(Op, OpKind)> = (start..=replica.head().0)
+            .filter_map(|op| {
+                let entry = replica.entry(Op(op))?;
+                let decoded = MetadataOp::decode(&entry.body).ok()?;
+                let session_op = matches!(
+                    decoded.kind,
+                    OpKind::RegisterClient { .. } | OpKind::UnregisterClient { .. }
+                );
+                session_op.then_some((Op(op), decoded.kind))
+            })
+            .collect();
+        let applied = replica.commit_min();
+        let nonces: Vec<u64> = self.forwards_in_doubt.keys().copied().collect();
+        for nonce in nonces {
+            let (since, forward) = &self.forwards_in_doubt[&nonce];
+            let found = logged
+                .iter()
+                .find(|(_, kind)| *kind == forward.kind)
+                .map(|(op, _)| *op);
+            // Only a committed entry is the op's fate: one above the commit
+            // point may still be replaced by a view change.
+            let committed = found.filter(|op| *op <= applied);
+            if committed.is_none() && now.duration_since(*since) < DOUBT_MAX {
+                continue;
+            }
+            let (_, forward) = self.forwards_in_doubt.remove(&nonce).expect("listed");
+            match committed {
+                Some(op) => {
+                    let outcome = self
+                        .group
+                        .outcome(op)
+                        .cloned()
+                        .unwrap_or(Err(MetadataError::NotCommitted));
+                    answer(forward.reply, outcome, op.0);
+                }
+                None => answer(forward.reply, Err(MetadataError::NotCommitted), 0),
             }
         }
     }
