@@ -9,18 +9,21 @@
 //! On a node that does not lead the metadata group a session's Register
 //! or Logout is forwarded to the primary (any node opens sessions); any
 //! other submission is answered `NotPrimary` (code 58: nothing was
-//! recorded). A forwarded op the primary answers 57, does not answer in
-//! 5 s, or whose primary leaves its view, is looked for in this replica's
-//! log (a Register or Logout names its session): once committed and
-//! applied here, its outcome is the answer; not seen within `DOUBT_MAX`,
-//! 57 (a login that did commit is not left as a session nobody ends). A submission whose primary left its view before the op
-//! committed is in doubt (replication spec §7.2): it waits until this
-//! replica is normal in a later view and its log shows the op (it will
-//! commit, and its result is the answer, wherever this replica now
-//! stands) or provably not (58: nothing was recorded, a replay runs it
-//! once), at most `DOUBT_MAX` (then 57: it may have committed; the session
-//! answers every replay with that 57). A metadata checkpoint (at boot, or
-//! installed by state transfer) replaces the state on every shard.
+//! recorded). A forwarded op the primary does not answer in 5 s, or whose
+//! primary leaves its view, is looked for in this replica's log (a
+//! Register or Logout names its session): once committed and applied
+//! here, its outcome is the answer; not seen within `DOUBT_MAX`, 57 (so a
+//! login that did commit is not answered 57 and left as a session no
+//! connection owns).
+//!
+//! A submission whose primary left its view before the op committed is
+//! in doubt (replication spec §7.2): it waits until this replica is
+//! normal in a later view and its log shows the op (it will commit, and
+//! its result is the answer, wherever this replica now stands) or
+//! provably not (58: nothing was recorded, a replay runs it once), at most
+//! `DOUBT_MAX` (then 57: it may have committed; the session answers every
+//! replay with that 57). A metadata checkpoint (at boot, or installed by
+//! state transfer) replaces the state on every shard.
 //!
 //! Frames of partition groups are routed from here to the partition's owner
 //! shard (`partition_replica`).
@@ -284,8 +287,8 @@ impl ClusterCommitter {
     }
 }
 
-/// How long a forwarded op waits for the primary's answer before the
-/// client is told to retry (57, replication spec §1).
+/// How long a forwarded op waits for the primary's answer before this
+/// node looks for it in its own log (module docs).
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The state of the replica task.
@@ -304,9 +307,9 @@ struct Task {
     /// the primary of, and the deadline.
     forwards: BTreeMap<u64, Forward>,
     next_nonce: u64,
-    /// Forwarded ops whose primary left its view, did not answer in time
-    /// or answered 57: they may have committed, so the log is searched for
-    /// them (module docs), by nonce.
+    /// Forwarded ops whose primary left its view or did not answer in
+    /// time: they may have committed, so the log is searched for them
+    /// (module docs), by nonce.
     forwards_in_doubt: BTreeMap<u64, (Instant, Forward)>,
     /// Primary: ops forwarded by other nodes, by request number.
     remote: BTreeMap<RequestNumber, (u8, u64)>,
@@ -415,10 +418,6 @@ impl Task {
                             .entry(op)
                             .or_default()
                             .push(forward.reply);
-                    } else if code == MetadataError::NotCommitted.code() {
-                        // It may have committed before the primary gave up.
-                        self.forwards_in_doubt
-                            .insert(nonce, (Instant::now(), forward));
                     } else {
                         let view = self.group.group().replica().view();
                         answer(forward.reply, Err(error_of(code, view)), 0);
@@ -590,17 +589,11 @@ impl Task {
         self.resolve_doubts(now, current);
         self.resolve_forward_doubts(now);
         if !primary {
-            for (_, (origin, nonce)) in std::mem::take(&mut self.remote) {
-                self.send(
-                    origin,
-                    Message::ForwardReply {
-                        view: current,
-                        nonce,
-                        op: Op::ZERO,
-                        code: MetadataError::NotCommitted.code(),
-                    },
-                );
-            }
+            // Forwarded ops prepared here may still commit in the next
+            // view: their origins, which follow the view change (or time
+            // out), look for them in their own logs. A refusal (57) would
+            // tell them the op was never prepared.
+            self.remote.clear();
         }
     }
 
