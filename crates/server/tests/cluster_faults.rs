@@ -560,3 +560,41 @@ fn cut_leader_mid_writes(plane: Plane) {
         assert!(status.success());
     }
 }
+
+/// A follower forwards a login to the leader, which commits it, but
+/// everything the leader sends the follower (its prepare, its commits,
+/// its answer) is held up. The follower's forward expires (its view
+/// changes when the leader's heartbeats stop, or 5 s pass) and it looks
+/// for the session's Register in its own log: once it holds the op
+/// committed (from the new view, or from the leader when the link flows
+/// again) it answers the login done. It used to answer 57 at expiry,
+/// leaving a registered session no connection owned.
+#[test]
+fn given_a_forwarded_login_whose_answer_is_held_up_when_it_committed_should_answer_it_done() {
+    let (nodes, proxies) = start_cluster_with_proxies();
+    let (nodes, leader, _runtime) = with_orders(nodes);
+    let follower = (leader + 1) % nodes.len();
+    let (low, high) = (leader.min(follower), leader.max(follower));
+    let proxy = &proxies[&(low as u8, high as u8)];
+    proxy.hold_towards(follower == low, true);
+    let tcp = tcp_of(&nodes, follower);
+    let started = Instant::now();
+    let login = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = harness::sdk::tcp_client(tcp).await;
+            let result = client.login_user("iggy", "iggy").await.map(|_| ());
+            (result, started.elapsed())
+        })
+    });
+    std::thread::sleep(Duration::from_secs(7));
+    proxy.hold_towards(follower == low, false);
+    let (result, waited) = login.join().unwrap();
+    assert!(
+        result.is_ok(),
+        "the login through the follower, answered after {waited:?}: {result:?}"
+    );
+}

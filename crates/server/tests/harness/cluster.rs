@@ -99,11 +99,14 @@ pub fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<
 }
 
 /// A TCP relay in front of one replica link that a test can cut (both
-/// directions, open connections closed, new ones refused) and heal.
+/// directions, open connections closed, new ones refused) and heal, or
+/// hold up one direction (bytes wait in the relay, none is lost).
 pub struct LinkProxy {
     port: u16,
     cut: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
+    /// Held-up directions: towards the acceptor, towards the dialer.
+    held: [Arc<AtomicBool>; 2],
 }
 
 impl LinkProxy {
@@ -112,7 +115,8 @@ impl LinkProxy {
         let port = listener.local_addr().unwrap().port();
         let cut = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (cutting, opened) = (cut.clone(), open.clone());
+        let held: [Arc<AtomicBool>; 2] = Default::default();
+        let (cutting, opened, holding) = (cut.clone(), open.clone(), held.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
@@ -125,19 +129,34 @@ impl LinkProxy {
                 let mut open = opened.lock().unwrap();
                 open.push(client.try_clone().unwrap());
                 open.push(server.try_clone().unwrap());
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
+                for (mut from, mut to, hold) in [
+                    (
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        holding[0].clone(),
+                    ),
+                    (server, client, holding[1].clone()),
                 ] {
                     std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
+                        relay(&mut from, &mut to, &hold);
                         let _ = to.shutdown(std::net::Shutdown::Both);
                         let _ = from.shutdown(std::net::Shutdown::Both);
                     });
                 }
             }
         });
-        LinkProxy { port, cut, open }
+        LinkProxy {
+            port,
+            cut,
+            open,
+            held,
+        }
+    }
+
+    /// Holds up (or lets flow again) the bytes towards the node that
+    /// dials this link (the lower id) or towards the one that accepts it.
+    pub fn hold_towards(&self, dialer: bool, held: bool) {
+        self.held[usize::from(dialer)].store(held, Ordering::SeqCst);
     }
 
     pub fn cut(&self) {
@@ -149,6 +168,24 @@ impl LinkProxy {
 
     pub fn heal(&self) {
         self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either ends, waiting while `hold` is set.
+fn relay(from: &mut TcpStream, to: &mut TcpStream, hold: &AtomicBool) {
+    use std::io::{Read, Write};
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while hold.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if to.write_all(&buffer[..n]).is_err() {
+            return;
+        }
     }
 }
 
