@@ -323,16 +323,7 @@ fn given_a_cluster_of_one_when_writing_and_restarting_should_serve_and_keep_ever
         send_to(tcp, 0, "a", 30).await.unwrap();
         send_to(tcp, 1, "b", 20).await.unwrap();
         let client = harness::sdk::root_client(tcp).await;
-        client
-            .store_consumer_offset(
-                &Consumer::new(harness::sdk::id(7)),
-                &harness::sdk::name("orders"),
-                &harness::sdk::name("t"),
-                Some(0),
-                11,
-            )
-            .await
-            .unwrap();
+        store_offset_t(&client, 7, 11).await;
         let metadata = client.get_cluster_metadata().await.unwrap();
         assert_eq!(metadata.nodes.len(), 1, "{metadata:?}");
         assert_eq!(

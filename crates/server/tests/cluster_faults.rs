@@ -226,16 +226,7 @@ fn given_each_replica_wiped_in_turn_when_it_restarts_fresh_should_refill_from_it
                 .await
                 .unwrap();
         }
-        client
-            .store_consumer_offset(
-                &Consumer::new(harness::sdk::id(7)),
-                &harness::sdk::name("orders"),
-                &harness::sdk::name("t"),
-                Some(0),
-                411,
-            )
-            .await
-            .unwrap();
+        store_offset_t(&client, 7, 411).await;
     });
     let expected = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
     assert_eq!(expected.len(), 2 * appends);

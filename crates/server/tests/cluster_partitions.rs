@@ -74,16 +74,7 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
     // An offset stored through a follower is stored on every node.
     runtime.block_on(async {
         let client = harness::sdk::root_client(tcp(&nodes, follower)).await;
-        client
-            .store_consumer_offset(
-                &Consumer::new(harness::sdk::id(5)),
-                &harness::sdk::name("orders"),
-                &harness::sdk::name("t"),
-                Some(0),
-                12,
-            )
-            .await
-            .unwrap();
+        store_offset_t(&client, 5, 12).await;
     });
     for i in 0..nodes.len() {
         eventually(&format!("node {i} holds the stored offset"), || {
@@ -392,16 +383,7 @@ fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new
         send_to(tcp, 0, "old", 5).await.unwrap();
         send_to(tcp, 1, "old", 4).await.unwrap();
         let client = harness::sdk::root_client(tcp).await;
-        client
-            .store_consumer_offset(
-                &Consumer::new(harness::sdk::id(7)),
-                &harness::sdk::name("orders"),
-                &harness::sdk::name("t"),
-                Some(0),
-                3,
-            )
-            .await
-            .unwrap();
+        store_offset_t(&client, 7, 3).await;
         client
             .purge_topic(&harness::sdk::name("orders"), &harness::sdk::name("t"))
             .await

@@ -366,6 +366,20 @@ pub async fn send_to(
     sent.map(|_| ())
 }
 
+/// Stores `offset` for consumer `consumer` on partition 0 of `orders/t`.
+pub async fn store_offset_t(client: &IggyClient, consumer: u32, offset: u64) {
+    client
+        .store_consumer_offset(
+            &Consumer::new(super::sdk::id(consumer)),
+            &super::sdk::name("orders"),
+            &super::sdk::name("t"),
+            Some(0),
+            offset,
+        )
+        .await
+        .unwrap();
+}
+
 pub async fn stored_offset_on(tcp: SocketAddr, consumer: u32) -> Option<u64> {
     let client = super::sdk::tcp_client(tcp).await;
     client.login_user("iggy", "iggy").await.ok()?;
