@@ -634,9 +634,7 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         let Some(head) = entry.body.get(..APPEND_PREFIX) else {
             return Ok(None);
         };
-        let Ok((kind, base)) = head.split_first().ok_or(()) else {
-            return Ok(None);
-        };
+        let (kind, base) = head.split_first().expect("a 9-byte prefix");
         let base_offset = Offset(u64::from_le_bytes(base.try_into().expect("8 bytes")));
         if *kind != APPEND {
             return Ok(None);
