@@ -175,11 +175,15 @@ impl Cluster {
     /// Each record's first offset, header and messages, as a poll serves
     /// them.
     async fn messages(&self, id: u8) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+        self.messages_from(id, PollStart::First).await
+    }
+
+    async fn messages_from(&self, id: u8, start: PollStart) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
         let partition = self.net.node(id).partition().clone();
         let polled = partition
             .poll(
                 PollRequest {
-                    start: PollStart::First,
+                    start,
                     count: 1000,
                     consumer: (ConsumerKind::Consumer, 1),
                     auto_commit: false,
@@ -737,11 +741,27 @@ async fn given_a_restart_after_a_purge_before_a_checkpoint_when_replayed_should_
     }
     for id in 0..3 {
         cluster.open(id).await;
+        // Before the group commits again, the log past the purge is held:
+        // a poll from below the log's start serves none of it.
+        assert_eq!(
+            cluster
+                .messages_from(id, PollStart::Offset(Offset(0)))
+                .await,
+            [],
+            "replica {id} serves nothing above its restored commit point"
+        );
     }
     cluster.net.tick(300).await;
     let primary = cluster.net.primary();
     let expected = cluster.messages(primary).await;
     assert_eq!(expected.iter().map(|m| m.0).collect::<Vec<_>>(), [6]);
+    assert_eq!(
+        cluster
+            .messages_from(primary, PollStart::Offset(Offset(0)))
+            .await,
+        expected,
+        "a poll from below the log's start begins at it"
+    );
     for id in 0..3 {
         assert_eq!(cluster.messages(id).await, expected, "replica {id}");
     }

@@ -536,7 +536,12 @@ impl<S: Storage> Partition<S> {
             ),
             PollStart::Timestamp(ts) => self.log.find_offset_by_timestamp(ts).await?,
         };
-        Ok(from.filter(|&offset| offset <= last))
+        // A start below the log's first offset (retention or a purge took
+        // it) begins at the first: the count below is reckoned from there.
+        let first = self.log.first_offset();
+        Ok(from
+            .map(|offset| first.map_or(offset, |first| offset.max(first)))
+            .filter(|&offset| offset <= last))
     }
 
     /// Reads up to `count` messages (at most `max_bytes`) from where
