@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use iggy::prelude::*;
 
 use super::http::{request, root_token};
+use super::watchdog::Watchdog;
 use super::{ServerOptions, TestServer, Workdir};
 
 pub const NODES: u8 = 3;
@@ -61,6 +62,9 @@ pub struct Node {
     pub options: ServerOptions,
     pub server: Option<TestServer>,
     pub http: SocketAddr,
+    /// Shared by the nodes started together: the test fails, with their
+    /// output, if it holds them past the watchdog's limit.
+    pub watchdog: Arc<Watchdog>,
 }
 
 pub fn start_cluster(extra_config: &str) -> Vec<Node> {
@@ -73,8 +77,14 @@ pub fn start_cluster(extra_config: &str) -> Vec<Node> {
 /// configuration `config_of(id)`.
 pub fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<Node> {
     let count = u8::try_from(ports.len()).expect("a roster's size");
-    (0..count)
-        .map(|id| {
+    let workdirs: Vec<Workdir> = (0..count).map(|_| Workdir::new()).collect();
+    let watchdog = Arc::new(Watchdog::arm(
+        workdirs.iter().map(|w| w.path().to_owned()).collect(),
+    ));
+    workdirs
+        .into_iter()
+        .zip(0..count)
+        .map(|(workdir, id)| {
             let p = ports[usize::from(id)];
             let options = ServerOptions::default()
                 .config_file(&config_of(id))
@@ -85,7 +95,6 @@ pub fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<
                 .env("IGGY_WEBSOCKET_ADDRESS", &format!("127.0.0.1:{}", p[3]))
                 .arg("--replica-id")
                 .arg(&id.to_string());
-            let workdir = Workdir::new();
             let server = TestServer::start(&workdir, &options);
             let http = server.address("http").expect("http");
             Node {
@@ -93,6 +102,7 @@ pub fn start_nodes(ports: &[[u16; 5]], config_of: impl Fn(u8) -> String) -> Vec<
                 options,
                 server: Some(server),
                 http,
+                watchdog: watchdog.clone(),
             }
         })
         .collect()

@@ -8,6 +8,7 @@ pub mod http;
 pub mod raw;
 pub mod scenario;
 pub mod sdk;
+pub mod watchdog;
 pub mod webdriver;
 
 use std::collections::BTreeMap;
