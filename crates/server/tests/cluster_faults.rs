@@ -75,12 +75,11 @@ fn given_failover_rounds_when_the_leader_is_killed_should_lose_no_acknowledged_m
         node.server = Some(TestServer::start(&node.workdir, &node.options));
         leader = create_stream(&nodes, &format!("round-{round}"));
     }
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(
             &format!("node {i} serves every acknowledged message"),
             || {
-                let payloads: Vec<Vec<u8>> = runtime
-                    .block_on(messages_on(tcp_of(&nodes, i), 0))
+                let payloads: Vec<Vec<u8>> = messages_at(node, 0)
                     .into_iter()
                     .map(|(_, payload)| payload)
                     .collect();
@@ -166,7 +165,7 @@ fn given_an_isolated_leader_when_the_network_heals_should_discard_what_it_prepar
     }
     eventually("every node serves the majority's log", || {
         let logs: Vec<Vec<(u64, Vec<u8>)>> = (0..nodes.len())
-            .map(|i| runtime.block_on(messages_on(tcp_of(&nodes, i), 0)))
+            .map(|i| messages_at(&nodes[i], 0))
             .collect();
         logs[0].len() >= 7 && logs.windows(2).all(|w| w[0] == w[1])
     });
@@ -230,18 +229,19 @@ fn given_each_replica_wiped_in_turn_when_it_restarts_fresh_should_refill_from_it
     });
     let expected = runtime.block_on(messages_on(tcp_of(&nodes, leader), 0));
     assert_eq!(expected.len(), 2 * appends);
-    for victim in 0..nodes.len() {
-        let (status, _) = nodes[victim].server.take().unwrap().stop();
+    for (victim, node) in nodes.iter_mut().enumerate() {
+        let (status, _) = node.server.take().unwrap().stop();
         assert!(status.success());
-        let node = &mut nodes[victim];
         // `--fresh` erases the data directory before the node starts.
         let fresh = node.options.clone().arg("--fresh");
         node.server = Some(TestServer::start(&node.workdir, &fresh));
+        // The victim's own copy (not the leader's, which the SDK follows):
+        // the next wipe must not find the only full copies gone.
         eventually(
             &format!("wiped node {victim} serves every message again"),
-            || runtime.block_on(messages_on(tcp_of(&nodes, victim), 0)) == expected,
+            || messages_at(node, 0) == expected,
         );
-        assert_eq!(stream_names(&nodes[victim]), ["orders"]);
+        assert_eq!(stream_names(node), ["orders"]);
     }
     // Every node was wiped once, so whichever primary answers holds the
     // offset only through a refill.
@@ -446,20 +446,14 @@ impl Plane {
     }
 
     /// What node `node` holds of the writes, in order.
-    fn written(
-        self,
-        nodes: &[Node],
-        node: usize,
-        runtime: &tokio::runtime::Runtime,
-    ) -> Vec<String> {
+    fn written(self, nodes: &[Node], node: usize) -> Vec<String> {
         match self {
             Plane::Metadata => {
                 let mut listed = stream_names(&nodes[node]);
                 listed.retain(|n| n.starts_with("doubt-"));
                 listed
             }
-            Plane::Partition => runtime
-                .block_on(messages_on(tcp_of(nodes, node), 0))
+            Plane::Partition => messages_at(&nodes[node], 0)
                 .into_iter()
                 .map(|(_, payload)| String::from_utf8(payload).unwrap())
                 .collect(),
@@ -543,7 +537,7 @@ fn cut_leader_mid_writes(plane: Plane) {
     for node in 0..nodes.len() {
         eventually(
             &format!("node {node} holds each acknowledged write once"),
-            || plane.written(&nodes, node, &runtime) == expected,
+            || plane.written(&nodes, node) == expected,
         );
     }
     for node in &mut nodes {

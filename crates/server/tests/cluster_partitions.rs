@@ -65,9 +65,9 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
         "offsets in order, none skipped"
     );
     assert_eq!(expected[30].1, b"via-follower-0");
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(&format!("node {i} serves every message"), || {
-            runtime.block_on(messages_on(tcp(&nodes, i), 0)) == expected
+            messages_at(node, 0) == expected
         });
     }
 
@@ -187,8 +187,7 @@ fn given_three_nodes_when_messages_are_sent_should_replicate_messages_and_offset
     node.server = Some(TestServer::start(&node.workdir, &node.options));
     eventually("the restarted node serves what the survivors serve", || {
         let restarted = runtime.block_on(messages_on(tcp(&nodes, leader), 0));
-        restarted.len() >= after.len()
-            && restarted == runtime.block_on(messages_on(tcp(&nodes, follower), 0))
+        restarted.len() >= after.len() && restarted == messages_at(&nodes[follower], 0)
     });
     for node in &nodes {
         let streams = node.workdir.path().join("local_data/streams");
@@ -309,9 +308,9 @@ fn given_each_partitioning_and_strategy_when_every_node_restarts_should_keep_eve
         27,
         "every message"
     );
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(&format!("node {i} holds every message"), || {
-            (0..3).all(|p| runtime.block_on(messages_on(tcp(&nodes, i), p)) == before[p as usize])
+            (0..3).all(|p| messages_at(node, p) == before[p as usize])
         });
     }
 
@@ -326,10 +325,7 @@ fn given_each_partitioning_and_strategy_when_every_node_restarts_should_keep_eve
     for i in 0..nodes.len() {
         eventually(
             &format!("node {i} serves every message after the restart"),
-            || {
-                (0..3)
-                    .all(|p| runtime.block_on(messages_on(tcp(&nodes, i), p)) == before[p as usize])
-            },
+            || (0..3).all(|p| messages_at(&nodes[i], p) == before[p as usize]),
         );
         eventually(&format!("node {i} keeps the stored offset"), || {
             runtime.block_on(stored_offset_on_partition(tcp(&nodes, i), 3, 1)) == Some(4)
@@ -349,7 +345,7 @@ fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serv
         send_to(tcp(&nodes, leader), 1, "old", 5).await.unwrap();
     });
     eventually("the node about to leave holds the old messages", || {
-        runtime.block_on(messages_on(tcp(&nodes, away), 1)).len() == 5
+        messages_at(&nodes[away], 1).len() == 5
     });
     let (status, _) = nodes[away].server.take().unwrap().stop();
     assert!(status.success());
@@ -365,7 +361,7 @@ fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serv
     let node = &mut nodes[away];
     node.server = Some(TestServer::start(&node.workdir, &node.options));
     eventually("the returning node serves the new partition only", || {
-        runtime.block_on(messages_on(tcp(&nodes, away), 1)) == expected
+        messages_at(&nodes[away], 1) == expected
     });
 }
 
@@ -389,13 +385,9 @@ fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new
             .await
             .unwrap();
     });
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(&format!("node {i} serves a purged topic"), || {
-            (0..2).all(|p| {
-                runtime
-                    .block_on(messages_on(tcp_of(&nodes, i), p))
-                    .is_empty()
-            })
+            (0..2).all(|p| messages_at(node, p).is_empty())
         });
     }
     assert_eq!(
@@ -415,15 +407,10 @@ fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new
     for node in &mut nodes {
         node.server = Some(TestServer::start(&node.workdir, &node.options));
     }
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(
             &format!("node {i} keeps the purge and the new messages"),
-            || {
-                runtime.block_on(messages_on(tcp_of(&nodes, i), 0)) == after
-                    && runtime
-                        .block_on(messages_on(tcp_of(&nodes, i), 1))
-                        .is_empty()
-            },
+            || messages_at(node, 0) == after && messages_at(node, 1).is_empty(),
         );
     }
 }
@@ -488,9 +475,9 @@ fn given_encryption_on_every_node_when_sending_should_store_one_sealing_everywhe
         .chain((0..5).map(|i| format!("{MARKER}-follower-{i}").into_bytes()))
         .collect();
     // Every node opens the sealed batches it applied.
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         eventually(&format!("node {i} serves the plaintext"), || {
-            let served = runtime.block_on(messages_on(tcp_of(&nodes, i), 0));
+            let served = messages_at(node, 0);
             served.into_iter().map(|(_, p)| p).collect::<Vec<_>>() == expected
         });
     }

@@ -346,6 +346,39 @@ pub async fn messages_on(tcp: SocketAddr, partition: u32) -> Vec<(u64, Vec<u8>)>
     )
 }
 
+/// What node `node` itself serves from partition `partition` of
+/// `orders/t`, offsets with payloads. Over its HTTP API, which answers
+/// from the node's own copy: the SDK would follow the leader, so
+/// `messages_on` shows the cluster's answer, not one node's. Empty while
+/// the node cannot answer.
+pub fn messages_at(node: &Node, partition: u32) -> Vec<(u64, Vec<u8>)> {
+    use base64::Engine as _;
+    let Some(token) = try_token(node) else {
+        return Vec::new();
+    };
+    let path = format!(
+        "/streams/orders/topics/t/messages?consumer_id=1&partition_id={partition}\
+         &kind=offset&value=0&count=1000&auto_commit=false"
+    );
+    let response = request(node.http, "GET", &path, Some(&token), None);
+    if response.status != 200 {
+        return Vec::new();
+    }
+    let body = response.json();
+    body["messages"]
+        .as_array()
+        .expect("a message list")
+        .iter()
+        .map(|m| {
+            let offset = m["header"]["offset"].as_u64().expect("an offset");
+            let payload = base64::engine::general_purpose::STANDARD
+                .decode(m["payload"].as_str().expect("a payload"))
+                .expect("base64");
+            (offset, payload)
+        })
+        .collect()
+}
+
 /// Sends `count` messages tagged `tag` to partition `partition` through the
 /// node at `tcp`.
 pub async fn send_to(
