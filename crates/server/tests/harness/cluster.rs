@@ -316,11 +316,14 @@ pub fn tcp_of(nodes: &[Node], i: usize) -> SocketAddr {
 }
 
 /// Each message's offset and payload in partition `partition` of
-/// `orders/t`, as the node at `tcp` serves them (empty while it cannot
-/// log in or poll).
+/// `orders/t`, as the cluster answers an SDK client that connects to the
+/// node at `tcp` (the SDK moves to the leader after login; `messages_at`
+/// reads one node). Empty while it cannot log in or poll; why is printed
+/// (shown with a failing test's output).
 pub async fn messages_on(tcp: SocketAddr, partition: u32) -> Vec<(u64, Vec<u8>)> {
     let client = super::sdk::tcp_client(tcp).await;
-    if client.login_user("iggy", "iggy").await.is_err() {
+    if let Err(e) = client.login_user("iggy", "iggy").await {
+        eprintln!("messages_on {tcp}: login failed: {e}");
         return Vec::new();
     }
     let polled = client
@@ -336,7 +339,10 @@ pub async fn messages_on(tcp: SocketAddr, partition: u32) -> Vec<(u64, Vec<u8>)>
         .await;
     let _ = client.logout_user().await;
     polled.map_or_else(
-        |_| Vec::new(),
+        |e| {
+            eprintln!("messages_on {tcp}: poll of partition {partition} failed: {e}");
+            Vec::new()
+        },
         |p| {
             p.messages
                 .into_iter()
@@ -344,6 +350,23 @@ pub async fn messages_on(tcp: SocketAddr, partition: u32) -> Vec<(u64, Vec<u8>)>
                 .collect()
         },
     )
+}
+
+/// `messages_on` once it answers at least `count` messages: right after
+/// acknowledged sends the SDK may read a metadata leader that a view
+/// change moved to a node that has not applied them yet.
+pub fn messages_on_at_least(
+    runtime: &tokio::runtime::Runtime,
+    tcp: SocketAddr,
+    partition: u32,
+    count: usize,
+) -> Vec<(u64, Vec<u8>)> {
+    let mut messages = Vec::new();
+    eventually(&format!("the SDK reads {count} messages"), || {
+        messages = runtime.block_on(messages_on(tcp, partition));
+        messages.len() >= count
+    });
+    messages
 }
 
 /// What node `node` itself serves from partition `partition` of
