@@ -375,20 +375,24 @@ pub fn messages_on_at_least(
 /// `messages_on` shows the cluster's answer, not one node's. Empty while
 /// the node cannot answer.
 pub fn messages_at(node: &Node, partition: u32) -> Vec<(u64, Vec<u8>)> {
+    try_messages_at(node, partition).unwrap_or_default()
+}
+
+/// `messages_at`, or None while the node cannot answer (so that "serves
+/// nothing" is told apart from "cannot log in or poll yet").
+pub fn try_messages_at(node: &Node, partition: u32) -> Option<Vec<(u64, Vec<u8>)>> {
     use base64::Engine as _;
-    let Some(token) = try_token(node) else {
-        return Vec::new();
-    };
+    let token = try_token(node)?;
     let path = format!(
         "/streams/orders/topics/t/messages?consumer_id=1&partition_id={partition}\
          &kind=offset&value=0&count=1000&auto_commit=false"
     );
     let response = request(node.http, "GET", &path, Some(&token), None);
     if response.status != 200 {
-        return Vec::new();
+        return None;
     }
     let body = response.json();
-    body["messages"]
+    let messages = body["messages"]
         .as_array()
         .expect("a message list")
         .iter()
@@ -399,7 +403,8 @@ pub fn messages_at(node: &Node, partition: u32) -> Vec<(u64, Vec<u8>)> {
                 .expect("base64");
             (offset, payload)
         })
-        .collect()
+        .collect();
+    Some(messages)
 }
 
 /// Sends `count` messages tagged `tag` to partition `partition` through the
