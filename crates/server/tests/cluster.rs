@@ -61,10 +61,7 @@ fn given_three_nodes_when_metadata_is_written_should_replicate_it_and_survive_th
     // A client of a follower logs in over the binary protocol (its
     // Register is forwarded to the leader) and reads the replicated state.
     let tcp = nodes[follower].server.as_ref().unwrap().tcp();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = sdk_runtime();
     let names = runtime.block_on(async {
         let client = harness::sdk::root_client(tcp).await;
         let streams = client.get_streams().await.unwrap();

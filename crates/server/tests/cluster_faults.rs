@@ -481,10 +481,7 @@ fn cut_leader_mid_writes(plane: Plane) {
     let writer = {
         let (results, stop) = (results.clone(), stop.clone());
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let runtime = sdk_runtime();
             runtime.block_on(async {
                 let client = harness::sdk::root_client(leader_tcp).await;
                 let mut i = 0;
@@ -565,10 +562,7 @@ fn given_a_forwarded_login_whose_answer_is_held_up_when_it_committed_should_answ
     let tcp = tcp_of(&nodes, follower);
     let started = Instant::now();
     let login = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = sdk_runtime();
         runtime.block_on(async {
             let client = harness::sdk::tcp_client(tcp).await;
             let result = client.login_user("iggy", "iggy").await.map(|_| ());

@@ -289,11 +289,15 @@ pub fn with_orders(nodes: Vec<Node>) -> (Vec<Node>, usize, tokio::runtime::Runti
         nodes.iter().all(|node| try_token(node).is_some())
     });
     let leader = create_stream(&nodes, "orders");
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    (nodes, leader, sdk_runtime())
+}
+
+/// A single-threaded runtime for the SDK clients of one test thread.
+pub fn sdk_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    (nodes, leader, runtime)
+        .unwrap()
 }
 
 /// Creates topic `orders/t` with `partitions` partitions through the node
