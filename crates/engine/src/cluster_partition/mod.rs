@@ -374,8 +374,9 @@ fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, String> {
     Ok((next, Some(offsets)))
 }
 
-/// Appends applied between background syncs of the segments, so that a
-/// checkpoint (which fsyncs them first) never meets a large unsynced tail.
+/// Appends applied between background syncs of a `persisted` partition's
+/// segments, so that a checkpoint (which fsyncs them first) never meets a
+/// large unsynced tail.
 const BACKGROUND_SYNC_APPENDS: u32 = 16;
 
 /// The group's state machine: this node's copy of the partition.
@@ -391,6 +392,11 @@ pub struct PartitionMachine<S: Storage> {
     held: BTreeMap<Op, Offset>,
     /// The committed end the latest checkpoint's state recorded.
     snapshot_end: std::cell::Cell<Offset>,
+    /// At boot the checkpoint's end lay above this log (a `replicated`
+    /// topic's segments are not fsynced before a checkpoint, so a power
+    /// loss can take their tail): the log is refilled from the peers up to
+    /// this offset before the group serves (`refill_boot_gap`).
+    boot_gap: Option<Offset>,
 }
 
 impl<S: Storage> PartitionMachine<S> {
@@ -487,9 +493,17 @@ impl<S: Storage> PartitionMachine<S> {
     }
 }
 
-/// Makes every append so far durable in the partition's segments.
+/// Makes every append so far as durable as the partition's policy asks
+/// before a checkpoint drops the journal's records of them: fsynced under
+/// `persisted`; under `replicated` written to the kernel, whose writeback
+/// (or the segment's seal) makes them durable later. A power loss before
+/// that leaves the log below the checkpoint, and the boot refills it from
+/// the peers (`PartitionMachine::restore`, replication spec §4.3).
 async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), StorageError> {
-    partition.flush(true).await.map_err(partition_storage)
+    partition
+        .flush(partition.is_persisted())
+        .await
+        .map_err(partition_storage)
 }
 
 /// Where a purge at `op` keeps the purged segments until a checkpoint
@@ -550,7 +564,7 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
             Decoded::Append { base_offset, .. } => {
                 let applied = self.apply_append(entry, base_offset).await;
                 self.unsynced += 1;
-                if self.unsynced >= BACKGROUND_SYNC_APPENDS {
+                if self.unsynced >= BACKGROUND_SYNC_APPENDS && self.partition.is_persisted() {
                     self.unsynced = 0;
                     let log = self.partition.log().clone();
                     compio::runtime::spawn(async move {
@@ -711,6 +725,22 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
                 .map_err(|e| format!("cutting the held log before a transfer: {e}"))?;
         }
         let held = self.partition.log().next_offset();
+        if held < next && from == Restore::Boot && self.source.is_none() {
+            // The peers are reachable only once the group runs: its task
+            // refills the log before it serves (`refill_boot_gap`). Until
+            // then the committed end is what this log holds, so the boot's
+            // cut of unjournaled batches keeps all of it.
+            tracing::warn!(
+                dir = %self.partition.dir().display(),
+                log_end = held.0,
+                checkpoint_end = next.0,
+                "the checkpoint lies above this replica's log (its unsynced tail was lost); \
+                 the group refills it from the peers before it serves"
+            );
+            self.partition.restore_committed_end(held);
+            self.boot_gap = Some(next);
+            return Ok(());
+        }
         if held < next {
             let Some(source) = self.source.clone() else {
                 return Err(format!(
@@ -786,6 +816,7 @@ impl<S: Storage> ReplicatedPartition<S> {
             source: None,
             held: BTreeMap::new(),
             snapshot_end: std::cell::Cell::new(Offset::ZERO),
+            boot_gap: None,
         };
         let mut group = if created {
             Group::create(storage, dir, placement, nonce, machine).await?
@@ -813,6 +844,45 @@ impl<S: Storage> ReplicatedPartition<S> {
     /// See `Group::set_outbox`.
     pub fn set_outbox(&mut self, outbox: Box<dyn FnMut(consensus::vsr::message::Envelope)>) {
         self.group.set_outbox(outbox);
+    }
+
+    /// Whether the boot found the checkpoint above this log and the log
+    /// still waits for its refill (`refill_boot_gap`).
+    pub fn has_boot_gap(&self) -> bool {
+        self.group.machine().boot_gap.is_some()
+    }
+
+    /// Refills the log up to the boot's checkpoint from the peers (through
+    /// the log source, which must be set); the group serves only after
+    /// this. Fails when no peer sends the missing batches in time (a
+    /// quorum lost the same unsynced tail: those writes are gone, and the
+    /// group is not served rather than diverge).
+    pub async fn refill_boot_gap(&mut self) -> Result<(), GroupError> {
+        let machine = self.group.machine_mut();
+        let Some(target) = machine.boot_gap else {
+            return Ok(());
+        };
+        let source = machine
+            .source
+            .clone()
+            .expect("a boot gap is refilled through the log source");
+        let dir = self.partition.dir().to_path_buf();
+        machine
+            .refill(&source, target)
+            .await
+            .map_err(|reason| GroupError::Format {
+                what: "the log below the checkpoint",
+                dir,
+                reason,
+            })?;
+        self.partition.restore_committed_end(target);
+        machine.boot_gap = None;
+        // Postcondition: the log reaches the checkpoint it restored.
+        assert!(
+            self.partition.log().next_offset() >= target,
+            "the boot gap is filled"
+        );
+        Ok(())
     }
 
     /// Where a transferred checkpoint's missing log is fetched from.

@@ -10,6 +10,7 @@ use std::task::Poll;
 use consensus::vsr::Limits;
 use consensus::vsr::VsrReplica;
 use protocol::batch::build_record;
+use storage::seam::CrashMode;
 use storage::{LogOptions, SimStorage};
 
 use super::*;
@@ -75,6 +76,9 @@ struct Cluster {
     checkpoint_interval: u64,
     /// Log fetches made by the replica opened with a source.
     fetches: Rc<std::cell::Cell<u32>>,
+    /// Whether the journals are fsynced (`persisted`; under `replicated`
+    /// neither they nor the held batches are).
+    fsync: bool,
 }
 
 impl Cluster {
@@ -83,11 +87,21 @@ impl Cluster {
     }
 
     async fn start_checkpointing_every(checkpoint_interval: u64) -> Cluster {
+        Cluster::start_with(checkpoint_interval, true).await
+    }
+
+    /// Journals written to the kernel only, as `replicated` topics are.
+    async fn start_unsynced() -> Cluster {
+        Cluster::start_with(4, false).await
+    }
+
+    async fn start_with(checkpoint_interval: u64, fsync: bool) -> Cluster {
         let mut cluster = Cluster {
             net: Net::new(3),
             nonce: 900,
             checkpoint_interval,
             fetches: Rc::default(),
+            fsync,
         };
         for id in 0..3 {
             cluster.open(id).await;
@@ -136,10 +150,14 @@ impl Cluster {
             checkpoint_interval: self.checkpoint_interval,
             ..Limits::default()
         };
+        let placement = Placement {
+            fsync: self.fsync,
+            ..placement(id, limits)
+        };
         let node = ReplicatedPartition::open(
             storage,
             &journal_dir(),
-            placement(id, limits),
+            placement,
             self.nonce,
             Rc::new(partition),
             false,
@@ -422,6 +440,114 @@ async fn given_a_wiped_backup_behind_every_checkpoint_when_it_rejoins_should_ref
         cluster.messages(wiped).await,
         cluster.messages(primary).await
     );
+}
+
+/// A `replicated` partition's segments are not fsynced before a
+/// checkpoint: a power loss can leave the log below it. The boot keeps what
+/// the log holds and the group refills the rest from a peer before it
+/// serves.
+#[compio::test]
+async fn given_a_power_loss_below_the_checkpoint_when_booting_should_refill_from_a_peer_before_serving()
+ {
+    let mut cluster = Cluster::start_unsynced().await;
+    let primary = cluster.net.primary();
+    let victim = (primary + 1) % 3;
+    for tag in 1..=16 {
+        let batch = record(tag, 3);
+        cluster
+            .submit(Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            })
+            .await
+            .expect("committed");
+    }
+    cluster.net.tick(20).await;
+    let checkpoint = cluster.net.node(victim).group().replica().checkpoint_op();
+    assert!(checkpoint > consensus::Op(8), "the victim checkpointed");
+    let expected = cluster.messages(primary).await;
+    assert_eq!(expected.len(), 16);
+    // Power loss: only what was fsynced survives.
+    let survived = cluster.net.storages[usize::from(victim)].crash(CrashMode::Clean);
+    cluster.net.storages[usize::from(victim)] = survived;
+    cluster.net.nodes[usize::from(victim)] = None;
+    cluster.open_with_source(victim, primary).await;
+    let node = cluster.net.node_mut(victim);
+    assert!(
+        node.has_boot_gap(),
+        "the checkpoint lies above the log the power loss left"
+    );
+    let before = node.partition().log().next_offset();
+    node.refill_boot_gap()
+        .await
+        .expect("refilled from the peer");
+    assert!(!node.has_boot_gap());
+    assert!(cluster.fetches.get() >= 1, "fetched from the peer");
+    assert!(
+        cluster.net.node(victim).partition().committed_end() > before,
+        "the committed end is the checkpoint's again"
+    );
+    cluster.net.tick(200).await;
+    assert_eq!(
+        cluster.messages(victim).await,
+        expected,
+        "the victim serves the whole log again"
+    );
+    // A full member: a new append lands there at the same offset.
+    let batch = record(99, 1);
+    let applied = cluster
+        .submit(Command::Append {
+            range: 0..batch.len(),
+            buffer: batch,
+        })
+        .await;
+    assert_eq!(
+        applied,
+        Some(Applied::Appended {
+            base_offset: Offset(48)
+        })
+    );
+    cluster.net.tick(20).await;
+    assert_eq!(
+        cluster.messages(victim).await,
+        cluster.messages(primary).await
+    );
+}
+
+/// Without a peer that holds the lost batches the refill fails (the group
+/// is then not served) instead of serving a log below its checkpoint.
+#[compio::test]
+async fn given_a_power_loss_below_the_checkpoint_and_no_peer_holding_it_when_refilling_should_fail()
+{
+    let mut cluster = Cluster::start_unsynced().await;
+    let primary = cluster.net.primary();
+    let victim = (primary + 1) % 3;
+    for tag in 1..=16 {
+        let batch = record(tag, 3);
+        cluster
+            .submit(Command::Append {
+                range: 0..batch.len(),
+                buffer: batch,
+            })
+            .await
+            .expect("committed");
+    }
+    cluster.net.tick(20).await;
+    let survived = cluster.net.storages[usize::from(victim)].crash(CrashMode::Clean);
+    cluster.net.storages[usize::from(victim)] = survived;
+    cluster.net.nodes[usize::from(victim)] = None;
+    cluster.open(victim).await;
+    let node = cluster.net.node_mut(victim);
+    assert!(node.has_boot_gap());
+    node.set_log_source(Rc::new(|from, _| {
+        Box::pin(async move { Err(format!("no peer holds offset {}", from.0)) })
+    }));
+    let refused = node.refill_boot_gap().await;
+    assert!(
+        matches!(&refused, Err(GroupError::Format { reason, .. }) if reason.contains("no peer holds")),
+        "{refused:?}"
+    );
+    assert!(node.has_boot_gap(), "still not served");
 }
 
 #[compio::test]

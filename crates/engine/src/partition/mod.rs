@@ -680,6 +680,11 @@ impl<S: Storage> Partition<S> {
             .is_none_or(|stored| stored < served)
     }
 
+    /// Whether appends are acknowledged only once fsynced (`persisted`).
+    pub fn is_persisted(&self) -> bool {
+        self.durability == Durability::Persisted
+    }
+
     pub async fn flush(&self, fsync: bool) -> Result<()> {
         if fsync {
             self.log.sync().await?;

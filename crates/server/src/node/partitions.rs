@@ -194,7 +194,7 @@ impl Node {
         let persisted = options.durability == Durability::Persisted;
         let direct_io = match self.ctx.limits.direct_io {
             DirectIo::Always => true,
-            DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
+            DirectIo::Fsync => persisted,
             DirectIo::Never => false,
         };
         // A partition written with direct I/O leaves nothing in the page
@@ -208,11 +208,10 @@ impl Node {
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             // Every batch is fsynced: bypassing the page cache makes the
-            // fsync cheap (see storage's `partition::direct`). In a cluster
-            // the group's journal already holds every batch, and each byte
-            // is written six times across three nodes: the segments bypass
-            // the page cache too (cluster_bench: replicated 102-110 ->
-            // 149-205 MB/s).
+            // fsync cheap (see storage's `partition::direct`). A cluster's
+            // `replicated` segments are never fsynced before a checkpoint
+            // (their boot refills a lost tail from the peers), so they are
+            // buffered like a single node's.
             direct_io,
             // In a cluster the group's journal is fsynced under
             // `persisted`; the segments are fsynced before a checkpoint.

@@ -151,6 +151,33 @@ pub(super) async fn open<S: Storage>(
         report.messages += segment.messages;
         segments.push(segment);
     }
+    if options.follow_log_end {
+        let kept = contiguous_prefix(&segments);
+        if kept < segments.len() {
+            for segment in segments.drain(kept..) {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    start = segment.start_offset.0,
+                    "a segment starts above the end of the one before it (a crash took that \
+                     one's unsynced tail): it and the later ones go, and the group refills them"
+                );
+                for extension in [LOG_EXTENSION, INDEX_EXTENSION] {
+                    let path = segment_path(dir, segment.start_offset, extension);
+                    storage
+                        .remove_file(&path)
+                        .await
+                        .map_err(io_error("remove a segment past a gap", &path))?;
+                }
+            }
+            let newest = segments
+                .iter()
+                .rev()
+                .find_map(|s| s.last_offset.map(|last| (last, s.max_timestamp)));
+            last_offset = newest.map(|(last, _)| last);
+            last_timestamp = newest.map_or(0, |(_, timestamp)| timestamp);
+            report.messages = segments.iter().map(|s| s.messages).sum();
+        }
+    }
     let log_end = last_offset.map_or(Offset::ZERO, Offset::next);
     let frontier = frontier::load(&storage, dir).await?;
     let last_start = segments
@@ -194,6 +221,27 @@ pub(super) async fn open<S: Storage>(
     let log = PartitionLog::from_state(storage, dir.to_path_buf(), options, state);
     tracing::info!(dir = %dir.display(), next_offset = next_offset.0, messages = report.messages, "partition log recovered");
     Ok((log, report))
+}
+
+/// How many of `segments` (oldest first) continue one another: each
+/// starts where the one before it ends. A log that follows a replicated
+/// group only ever grows at its end (a purge or a refill past retention
+/// restarts it with one segment), so a segment starting above its
+/// predecessor's end means the predecessor lost its unsynced tail in a
+/// crash: what lies past that gap cannot be served as this log.
+fn contiguous_prefix<F>(segments: &[Segment<F>]) -> usize {
+    let mut end = None;
+    for (i, segment) in segments.iter().enumerate() {
+        if end.is_some_and(|end| segment.start_offset > end) {
+            return i;
+        }
+        end = Some(
+            segment
+                .last_offset
+                .map_or(segment.start_offset, Offset::next),
+        );
+    }
+    segments.len()
 }
 
 async fn create_segment<S: Storage>(

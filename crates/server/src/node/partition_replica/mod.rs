@@ -410,6 +410,21 @@ impl Task {
     async fn run(mut self, rx: AsyncRx<Array<Input>>) {
         // The view and status last told to the other shards.
         let mut published = None;
+        // A log that lost its unsynced tail below the checkpoint is
+        // refilled from the peers before the group takes part (frames wait
+        // in the queue meanwhile; the peers' log chunks bypass it).
+        if self.group.has_boot_gap() {
+            if let Err(e) = self.group.refill_boot_gap().await {
+                error!(ns = self.ns, "this partition's replica stops serving: {e}");
+                self.shared.forget_partition(self.ns);
+                self.refuse_all();
+                return;
+            }
+            info!(
+                ns = self.ns,
+                "the partition log is refilled to its checkpoint"
+            );
+        }
         loop {
             // The next input, or the checkpoint written beside the group
             // being done (its compaction then runs here, in line).

@@ -135,3 +135,43 @@ async fn given_a_cut_when_power_is_lost_after_it_should_stay_cut() {
     let receipt = log.append(record(99, 2, 10), 5_000).unwrap();
     assert_eq!(receipt.base_offset, bases[7]);
 }
+
+/// A log that follows a replicated group and was never fsynced: a power
+/// loss can leave a sealed segment's tail gone while a newer segment file
+/// (its creation durable) survives. Reopened, the log ends where its
+/// contiguous prefix ends: the newer segments go, and nothing past the gap
+/// is served or counted as held.
+#[compio::test]
+async fn given_a_lost_unsynced_tail_below_a_newer_segment_when_reopened_should_end_at_the_gap() {
+    let storage = SimStorage::new();
+    let options = replicated_options(false);
+    let (log, _) = open(&storage, options.clone()).await;
+    let mut bases = Vec::new();
+    for tag in 1..=30 {
+        log.ensure_reserved(3).await.expect("reserve");
+        bases.push(
+            log.append(record(tag, 3, 200), 1_000 + tag)
+                .unwrap()
+                .base_offset,
+        );
+    }
+    log.flush().await.expect("written, never fsynced");
+    assert!(log.segments_count() > 2, "several segments");
+    let survived = storage.crash(CrashMode::Clean);
+    let (log, _) = open(&survived, options.clone()).await;
+    let held = all_records(&log).await;
+    let next = log.next_offset();
+    assert!(next < bases[29].plus(3), "the power loss took the tail");
+    assert_eq!(
+        held.len() as u64 * 3,
+        next.0,
+        "every offset below the end is held: no gap is served"
+    );
+    // The log takes appends again at its end, and keeps them.
+    log.ensure_reserved(2).await.expect("reserve");
+    let receipt = log.append(record(99, 2, 10), 5_000).unwrap();
+    assert_eq!(receipt.base_offset, next);
+    log.sync().await.expect("sync");
+    let (reopened, _) = open(&survived, options).await;
+    assert_eq!(reopened.next_offset(), next.plus(2));
+}
