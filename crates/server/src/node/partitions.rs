@@ -194,7 +194,7 @@ impl Node {
         let persisted = options.durability == Durability::Persisted;
         let direct_io = match self.ctx.limits.direct_io {
             DirectIo::Always => true,
-            DirectIo::Fsync => persisted,
+            DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
             DirectIo::Never => false,
         };
         // A partition written with direct I/O leaves nothing in the page
@@ -208,10 +208,12 @@ impl Node {
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             // Every batch is fsynced: bypassing the page cache makes the
-            // fsync cheap (see storage's `partition::direct`). A cluster's
-            // `replicated` segments are never fsynced before a checkpoint
-            // (their boot refills a lost tail from the peers), so they are
-            // buffered like a single node's.
+            // fsync cheap (see storage's `partition::direct`). A cluster
+            // node's segments bypass the page cache too: three nodes each
+            // writing every byte fill it past the kernel's dirty limits
+            // and writeback throttles them (cluster_bench, session 14:
+            // replicated buffered 138-181 MB/s, p99 27-31 ms, against
+            // 387-449, p99 7.6-8.9, direct).
             direct_io,
             // In a cluster the group's journal is fsynced under
             // `persisted`; the segments are fsynced before a checkpoint.
