@@ -16,11 +16,20 @@ use storage::superblock::Identity;
 
 use crate::node::cluster_commit::{ClusterStart, RootUser, timing};
 use crate::node::cluster_state::RosterEntry;
+use crate::transport::BoundAddresses;
 
 use super::root_credentials::RootCredentials;
 
 /// Where the metadata replica keeps its journal and superblock.
 pub const METADATA_REPLICA_DIR: &str = "cluster/metadata";
+
+/// The replica this process runs: `--replica-id`, or the only node of a
+/// roster of one.
+pub fn effective_replica_id(config: &ServerConfig, replica_id: Option<u8>) -> Option<u8> {
+    let lone = (config.cluster.enabled && config.cluster.nodes.len() == 1)
+        .then(|| config.cluster.nodes[0].replica_id);
+    replica_id.or(lone)
+}
 
 /// `None` on a single node; the replica's start in cluster mode; an error
 /// naming what is missing (the replica id, a roster entry).
@@ -33,10 +42,17 @@ pub fn prepare(
     if !config.cluster.enabled {
         return Ok(None);
     }
-    let replica = replica_id.context("cluster mode needs --replica-id")?;
-    let links = LinkConfig::from_server_config(config, replica)
-        .map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
-    let listen = node_address(config, replica).map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    let replica =
+        effective_replica_id(config, replica_id).context("cluster mode needs --replica-id")?;
+    // A roster of one has no peers: no replica listener, no links.
+    let links = if config.cluster.nodes.len() > 1 {
+        let links = LinkConfig::from_server_config(config, replica)
+            .map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+        let listen = node_address(config, replica).map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+        Some((links, listen))
+    } else {
+        None
+    };
     let dir = data.join(METADATA_REPLICA_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cluster = &config.cluster;
@@ -91,7 +107,6 @@ pub fn prepare(
         .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
     Ok(Some(ClusterStart {
         links,
-        listen,
         dir,
         placement,
         nonce: rand::random::<u64>() | 1,
@@ -103,4 +118,24 @@ pub fn prepare(
         roster,
         cluster_name: cluster.name.clone(),
     }))
+}
+
+/// This node's roster entry takes the bound port of each listener whose
+/// configured port is 0 (the OS picked it), so that cluster metadata and
+/// redirects name ports that answer.
+pub fn fill_bound_ports(start: &mut ClusterStart, bound: &BoundAddresses) {
+    let own = usize::from(start.placement.identity.replica);
+    let port = |configured: u16, bound: Option<std::net::SocketAddr>| match (configured, bound) {
+        (0, Some(address)) => address.port(),
+        _ => configured,
+    };
+    if let Some(entry) = start.roster.get_mut(own) {
+        entry.tcp = port(entry.tcp, bound.tcp);
+        entry.quic = port(entry.quic, bound.quic);
+        entry.http = port(entry.http, bound.http);
+        entry.websocket = port(entry.websocket, bound.websocket);
+    }
+    if let Some((_, http)) = start.roster_http.get_mut(own) {
+        *http = port(*http, bound.http);
+    }
 }

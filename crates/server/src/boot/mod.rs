@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runtime_dir.display()
         )
     })?;
-    let cluster_start = cluster::prepare(config, args.replica_id, &data, &root)?;
+    let mut cluster_start = cluster::prepare(config, args.replica_id, &data, &root)?;
     // A cluster node's metadata comes from its replica of the metadata
     // group (replayed as the group commits), not the single-node journal.
     let recovered = if cluster_start.is_some() {
@@ -103,12 +103,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         metadata::recover(&data, &root)?
     };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let own_ip = args
-        .replica_id
+    let own_ip = cluster::effective_replica_id(config, args.replica_id)
         .and_then(|id| config.cluster.node(id))
         .map(|node| node.ip.as_str());
     let http_settings = HttpSettings::from_config(&config.http, &config.cluster, own_ip)?;
     let (listeners, bound) = transport::bind(config)?;
+    if let Some(start) = cluster_start.as_mut() {
+        cluster::fill_bound_ports(start, &bound);
+    }
     let mut options = shard_options(config, &data, recovered)?;
     options.encryption = encryption.keyring;
     options.cluster = cluster_start;
@@ -117,6 +119,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|ping| Arc::new(Liveness::new(options.specs.len(), ping)));
     options.liveness = liveness.clone();
     let mut shards = ShardSet::start(options, listeners, http_settings, &bound)?;
+    if let Err(e) = shards.await_lone_cluster(LONE_CLUSTER_START) {
+        shards.shutdown();
+        return Err(e);
+    }
     let dump = runtime_dump::write(&runtime_dir, &dump_contents(config, &bound))
         .with_context(|| format!("cannot write the runtime dump in {}", runtime_dir.display()))?;
     info!(dump = %dump.display(), tcp = ?bound.tcp, http = ?bound.http, "server ready");
@@ -146,6 +152,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// How long a roster of one may take to open its metadata group (replay
+/// its journal) before the start-up fails.
+const LONE_CLUSTER_START: Duration = Duration::from_secs(300);
 
 fn lookup(env: &[(String, String)], name: &str) -> Option<String> {
     env.iter()

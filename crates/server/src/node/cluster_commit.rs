@@ -66,8 +66,9 @@ pub const DOUBT_MAX: Duration = Duration::from_secs(20);
 
 /// What boot decided for this node's metadata replica.
 pub struct ClusterStart {
-    pub links: LinkConfig,
-    pub listen: std::net::SocketAddr,
+    /// The replica links and where this node listens for them; `None` for
+    /// a roster of one.
+    pub links: Option<(LinkConfig, std::net::SocketAddr)>,
     /// `<data>/cluster/metadata`.
     pub dir: PathBuf,
     pub placement: Placement,
@@ -195,7 +196,6 @@ impl ClusterCommitter {
         };
         let ClusterStart {
             links,
-            listen,
             dir,
             placement,
             nonce,
@@ -204,7 +204,7 @@ impl ClusterCommitter {
             roster: _,
             cluster_name: _,
         } = start;
-        let cluster = links.cluster;
+        let cluster = placement.identity.cluster;
         let local = placement.identity.replica;
         let replicas = placement.replicas;
         let applier = NodeApplier { node: node.clone() };
@@ -216,27 +216,33 @@ impl ClusterCommitter {
                 dir.display()
             )),
         };
-        let listener = bind_listener(listen)
-            .unwrap_or_else(|e| fatal(&format!("cannot listen for replicas on {listen}: {e}")));
-        let (links, inbound) =
-            Links::start(links, listener).unwrap_or_else(|e| fatal(&format!("replica links: {e}")));
-        info!(replica = local, %listen, "metadata replica started");
-        if let Some(shared) = &node.ctx.cluster {
-            shared.set_links(links.sender());
-        }
-        let frames = self.tx.clone();
-        let router = node.clone();
-        compio::runtime::spawn(async move {
-            while let Ok(frame) = inbound.recv().await {
-                if frame.group != METADATA_GROUP {
-                    // A partition group's: to the partition's owner shard.
-                    router.deliver_replica_frame(frame);
-                } else if frames.send(Input::Frame(frame)).await.is_err() {
-                    return;
-                }
+        let links = links.map(|(config, listen)| {
+            let listener = bind_listener(listen)
+                .unwrap_or_else(|e| fatal(&format!("cannot listen for replicas on {listen}: {e}")));
+            let (links, inbound) = Links::start(config, listener)
+                .unwrap_or_else(|e| fatal(&format!("replica links: {e}")));
+            info!(replica = local, %listen, "metadata replica started");
+            if let Some(shared) = &node.ctx.cluster {
+                shared.set_links(links.sender());
             }
-        })
-        .detach();
+            let frames = self.tx.clone();
+            let router = node.clone();
+            compio::runtime::spawn(async move {
+                while let Ok(frame) = inbound.recv().await {
+                    if frame.group != METADATA_GROUP {
+                        // A partition group's: to the partition's owner shard.
+                        router.deliver_replica_frame(frame);
+                    } else if frames.send(Input::Frame(frame)).await.is_err() {
+                        return;
+                    }
+                }
+            })
+            .detach();
+            links
+        });
+        if links.is_none() {
+            info!(replica = local, "metadata replica started (a group of one)");
+        }
         let ticks = self.tx.clone();
         compio::runtime::spawn(async move {
             loop {
@@ -279,8 +285,10 @@ impl ClusterCommitter {
             let replica = task.group.group().replica();
             let normal = replica.status() == consensus::vsr::Status::Normal;
             self.shared.set_metadata_view(replica.view(), normal);
+            self.shared
+                .set_settled(normal && task.group.state().users().next().is_some());
             for peer in 0..replicas {
-                let up = task.links.status(peer).is_some_and(|s| s.connected);
+                let up = task.connected(peer);
                 self.shared.set_connected(peer, up);
             }
         }
@@ -295,7 +303,8 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 struct Task {
     node: Rc<Node>,
     group: ClusterMetadata<RealStorage, NodeApplier>,
-    links: Links,
+    /// `None` in a group of one.
+    links: Option<Links>,
     cluster: u128,
     replicas: u8,
     tx: MAsyncTx<Array<Input>>,
@@ -332,6 +341,16 @@ struct Forward {
 }
 
 impl Task {
+    /// Whether the replica link to `peer` is up (this node counts as up).
+    fn connected(&self, peer: u8) -> bool {
+        let local = self.group.group().replica().id();
+        peer == local
+            || self
+                .links
+                .as_ref()
+                .is_some_and(|links| links.status(peer).is_some_and(|s| s.connected))
+    }
+
     fn send(&self, to: u8, message: Message) {
         let frame = Frame {
             cluster: self.cluster,
@@ -340,7 +359,15 @@ impl Task {
             incarnation: 0,
             message,
         };
-        if let Err(e) = self.links.send(to, &frame) {
+        let Some(links) = &self.links else {
+            debug_assert!(false, "a group of one sends no frames (to replica {to})");
+            warn!(
+                peer = to,
+                "replica frame dropped: a group of one has no links"
+            );
+            return;
+        };
+        if let Err(e) = links.send(to, &frame) {
             warn!(peer = to, "replica frame dropped: {e}");
         }
     }
@@ -380,7 +407,7 @@ impl Task {
 
     fn forward(&mut self, view: View, body: Vec<u8>, kind: OpKind, reply: TxOneshot<CommitResult>) {
         let primary = (view.0 % u32::from(self.replicas)) as u8;
-        let reachable = self.links.status(primary).is_some_and(|s| s.connected);
+        let reachable = self.connected(primary);
         if primary == self.group.group().replica().id() || !reachable {
             // We are the primary-elect of a view not started yet, or the
             // primary is unreachable (it may be dead; a view change is

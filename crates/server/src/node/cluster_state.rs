@@ -51,6 +51,9 @@ pub struct ClusterShared {
     connected: Vec<AtomicBool>,
     /// Each partition group's view and whether it is normal, by namespace.
     partition_views: Mutex<HashMap<u64, (View, bool)>>,
+    /// Set once this node's metadata group is normal and its applied
+    /// state holds users (the root user exists): logins can succeed.
+    settled: AtomicBool,
 }
 
 impl ClusterShared {
@@ -78,8 +81,19 @@ impl ClusterShared {
                 .map(|id| AtomicBool::new(id == replica))
                 .collect(),
             partition_views: Mutex::new(HashMap::new()),
+            settled: AtomicBool::new(false),
             roster,
         }
+    }
+
+    /// Whether this node's metadata group is normal with users applied
+    /// (a roster of one reports ready only then: boot waits for it).
+    pub fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
+    pub fn set_settled(&self, settled: bool) {
+        self.settled.store(settled, Ordering::Release);
     }
 
     /// Set once shard 0 has started the replica links.

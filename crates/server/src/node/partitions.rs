@@ -754,10 +754,29 @@ impl OwnedPartition {
         })
     }
 
+    /// The consumer's offset as this node serves it: the group's, or on
+    /// the partition primary a later auto-commit not yet applied.
+    fn serving_offset(&self, consumer: ConsumerKey) -> Option<Offset> {
+        let stored = self.partition.stored_offset(consumer);
+        let pending = self
+            .replica
+            .as_ref()
+            .and_then(|replica| replica.pending_offset(consumer, stored));
+        pending.or(stored)
+    }
+
     async fn poll(&self, mut request: PollRequest) -> Result<PartitionReply, PartitionError> {
         // In a cluster the auto-commit is an op of the group, proposed
-        // without waiting for it (replication spec §4.3).
+        // without waiting for it (replication spec §4.3); the primary
+        // continues `Next` after it at once.
         let auto_commit = self.replica.is_some() && std::mem::take(&mut request.auto_commit);
+        if self.replica.is_some() && request.start == PollStart::Next {
+            request.start = self
+                .serving_offset(request.consumer)
+                .map_or(PollStart::Offset(Offset::ZERO), |o| {
+                    PollStart::Offset(o.next())
+                });
+        }
         let polled = self
             .partition
             .poll(request, super::process_stats::now_us())
@@ -770,14 +789,10 @@ impl OwnedPartition {
                 .last()
                 .map(|r| r.first_offset.plus(u64::from(r.count) - 1)),
         ) && self
-            .partition
-            .stored_offset(request.consumer)
-            .is_none_or(|stored| stored < last)
+            .serving_offset(request.consumer)
+            .is_none_or(|served| served < last)
         {
-            replica.propose(Command::StoreOffset {
-                consumer: request.consumer,
-                offset: last,
-            });
+            replica.auto_commit(request.consumer, last);
         }
         let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
@@ -796,7 +811,7 @@ impl OwnedPartition {
     }
 
     fn get_offset(&self, consumer: ConsumerKey) -> PartitionReply {
-        let stored = self.partition.stored_offset(consumer);
+        let stored = self.serving_offset(consumer);
         PartitionReply::Offset(stored.map(|s| (self.partition.current_offset(), s)))
     }
 
@@ -807,6 +822,7 @@ impl OwnedPartition {
         wait: bool,
     ) -> Result<PartitionReply, PartitionError> {
         if let Some(replica) = &self.replica {
+            replica.forget_auto_commit(consumer);
             let command = Command::StoreOffset { consumer, offset };
             if !wait {
                 // NoAck: checked here, proposed, answered at once.
@@ -843,6 +859,7 @@ impl OwnedPartition {
         wait: bool,
     ) -> Result<PartitionReply, PartitionError> {
         if let Some(replica) = &self.replica {
+            replica.forget_auto_commit(consumer);
             let command = Command::DeleteOffset { consumer };
             if !wait {
                 if self.partition.stored_offset(consumer).is_none() {

@@ -145,6 +145,31 @@ impl ShardSet {
         }
     }
 
+    /// A roster of one: waits until its metadata group is normal and has
+    /// its users (the root user created at the first start), so that the
+    /// node reports ready only once a login can succeed. Nothing to wait
+    /// for on a single node or in a larger cluster, whose group needs its
+    /// peers.
+    pub fn await_lone_cluster(&self, timeout: Duration) -> anyhow::Result<()> {
+        let Some(cluster) = &self.context.cluster else {
+            return Ok(());
+        };
+        if cluster.replicas != 1 {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        while !cluster.is_settled() {
+            if self.threads.iter().any(|(_, handle)| handle.is_finished()) {
+                anyhow::bail!("a shard stopped while the metadata group was starting");
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("the metadata group did not start within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(())
+    }
+
     fn await_ready(&mut self, ready: &mpsc::Receiver<Ready>) -> anyhow::Result<()> {
         for _ in 0..self.threads.len() {
             match ready.recv() {

@@ -118,7 +118,39 @@ pub fn run_to_exit(workdir: &Workdir, options: &ServerOptions) -> (ExitStatus, S
     }
 }
 
+/// A roster of one with every listener on the address the environment
+/// gives it (ports 0 allowed): the server runs its cluster path as a
+/// group of one.
+pub const ONE_NODE_CLUSTER: &str = "[cluster]\nenabled = true\nname = \"solo\"\n\n\
+    [[cluster.nodes]]\nname = \"solo-0\"\nip = \"127.0.0.1\"\nreplica_id = 0\n\n\
+    [cluster.nodes.ports]\ntcp = 0\nhttp = 0\nquic = 0\nwebsocket = 0\n";
+
+/// `IGGY_TEST_AS_CLUSTER=1` in the test's environment runs every server
+/// the harness starts as a one-node cluster (`ONE_NODE_CLUSTER` appended
+/// to its configuration), to measure how far the single node's behaviour
+/// holds on the cluster path.
+fn as_cluster(options: &ServerOptions) -> Option<ServerOptions> {
+    if std::env::var("IGGY_TEST_AS_CLUSTER").ok().as_deref() != Some("1")
+        || options
+            .config_file
+            .as_deref()
+            .is_some_and(|c| c.contains("[cluster]"))
+    {
+        return None;
+    }
+    let mut options = options.clone();
+    let config = options.config_file.take().unwrap_or_default();
+    options.config_file = Some(format!("{config}\n{ONE_NODE_CLUSTER}"));
+    options
+        .env
+        .entry("IGGY_CONFIG_PATH".to_owned())
+        .or_insert_with(|| "config.toml".to_owned());
+    Some(options)
+}
+
 fn spawn(workdir: &Workdir, options: &ServerOptions) -> Child {
+    let switched = as_cluster(options);
+    let options = switched.as_ref().unwrap_or(options);
     if let Some(contents) = &options.config_file {
         std::fs::write(workdir.path().join("config.toml"), contents).unwrap();
     }

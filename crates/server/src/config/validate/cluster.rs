@@ -185,10 +185,12 @@ fn validate_replica_selection(
         .map(|node| node.replica_id.to_string())
         .collect();
     let allowed = format!(
-        "the replica_id of exactly one cluster.nodes entry ({}); required when cluster.enabled = true",
+        "the replica_id of exactly one cluster.nodes entry ({}); required when cluster.enabled = true with more than one node",
         ids.join(", ")
     );
-    let Some(id) = replica_id else {
+    // A roster of one names its only node (whose id is 0) by default.
+    let lone = (cluster.nodes.len() == 1).then_some(0);
+    let Some(id) = replica_id.or(lone) else {
         return Err(ConfigError::invalid("--replica-id", "(not set)", allowed));
     };
     let matches = cluster

@@ -55,7 +55,12 @@ fn validate_ports(
 ) -> Result<(), ConfigError> {
     let ports = &node.ports;
     let required = [
-        ("tcp_replica", ports.tcp_replica, true),
+        // A roster of one has no peers to link with.
+        (
+            "tcp_replica",
+            ports.tcp_replica,
+            config.cluster.nodes.len() > 1,
+        ),
         ("tcp", ports.tcp, config.tcp.enabled),
         ("quic", ports.quic, config.quic.enabled),
         ("http", ports.http, config.http.enabled),

@@ -562,3 +562,14 @@ fn given_secret_values_when_refused_should_never_echo_them() {
     assert!(!message.contains("hunter2"), "{message}");
     assert!(message.contains("cluster.auth.shared_secret"), "{message}");
 }
+
+#[test]
+fn given_a_roster_of_one_when_validating_should_need_no_replica_port_or_replica_id() {
+    let mut config = cluster();
+    config.cluster.nodes.truncate(1);
+    config.cluster.nodes[0].ports.tcp_replica = None;
+    assert!(config.validate(None).is_ok(), "{:?}", config.validate(None));
+    assert!(config.validate(Some(0)).is_ok());
+    let (key, value, _) = refusal(&config, Some(1));
+    assert_eq!((key.as_str(), value.as_str()), ("--replica-id", "1"));
+}

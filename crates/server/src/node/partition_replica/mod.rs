@@ -35,8 +35,8 @@
 //! `created_at_us`, carried by every frame so that frames of a deleted
 //! partition never reach its successor.
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::Path;
 use std::rc::Rc;
@@ -54,7 +54,7 @@ use engine::cluster_partition::{
     APPEND_PREFIX, Applied, Command, Decoded, Fetched, ReplicatedPartition, Submit, decode,
     encode_append, encode_command,
 };
-use engine::partition::Partition;
+use engine::partition::{ConsumerKey, Partition};
 use engine::replicated::{Effect, Fate as OwnFate, GroupError, Placement};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
@@ -131,6 +131,12 @@ pub struct PartitionReplica {
     /// shard stops): the tick ends, and so does the task once its queue
     /// is drained.
     stopped: Rc<Cell<bool>>,
+    /// The view this node leads the group in, while normal (the task
+    /// keeps it current).
+    leading: Rc<Cell<Option<View>>>,
+    /// The primary's auto-commits not yet applied, by consumer, with the
+    /// view they were proposed in (see `auto_commit`).
+    auto_commits: RefCell<HashMap<ConsumerKey, (View, Offset)>>,
 }
 
 impl Drop for PartitionReplica {
@@ -206,7 +212,9 @@ impl PartitionReplica {
             }
         })
         .detach();
+        let leading = Rc::new(Cell::new(None));
         let task = Task {
+            leading: leading.clone(),
             shared,
             ns,
             incarnation,
@@ -229,6 +237,8 @@ impl PartitionReplica {
             fetch,
             wanted_purge,
             stopped,
+            leading,
+            auto_commits: RefCell::new(HashMap::new()),
         })
     }
 
@@ -251,10 +261,49 @@ impl PartitionReplica {
             .set(self.wanted_purge.get().max(generation));
     }
 
-    /// Proposes a change without waiting for it (a poll's auto-commit).
+    /// Proposes a change without waiting for it (an offset write with
+    /// `NoAck`).
     pub fn propose(&self, command: Command) {
         let (reply, _) = oneshot();
         let _ = self.tx.try_send(Input::Submit(command, reply));
+    }
+
+    /// A poll's auto-commit of `offset` for `consumer` (storage spec
+    /// §11: on the partition primary only, monotonic, submitted before
+    /// the poll is answered without waiting for it). Until the group
+    /// applies it, this primary serves it as the consumer's offset
+    /// (`pending_offset`), so the next `Next` poll continues after it.
+    /// Polls served by a backup do not advance the offset.
+    pub fn auto_commit(&self, consumer: ConsumerKey, offset: Offset) {
+        let Some(view) = self.leading.get() else {
+            return;
+        };
+        let mut pending = self.auto_commits.borrow_mut();
+        let entry = pending.entry(consumer).or_insert((view, offset));
+        if entry.0 != view || entry.1 < offset {
+            *entry = (view, offset);
+        }
+        drop(pending);
+        self.propose(Command::StoreOffset { consumer, offset });
+    }
+
+    /// The auto-commit this primary proposed for `consumer` and has not
+    /// yet seen applied as `stored` (the group's committed offset); none
+    /// once this node no longer leads the view it was proposed in.
+    pub fn pending_offset(&self, consumer: ConsumerKey, stored: Option<Offset>) -> Option<Offset> {
+        let mut pending = self.auto_commits.borrow_mut();
+        let &(view, offset) = pending.get(&consumer)?;
+        if self.leading.get() != Some(view) || stored.is_some_and(|stored| stored >= offset) {
+            pending.remove(&consumer);
+            return None;
+        }
+        Some(offset)
+    }
+
+    /// An explicit offset write or delete for `consumer` supersedes its
+    /// pending auto-commit (an explicit store may move the offset back).
+    pub fn forget_auto_commit(&self, consumer: ConsumerKey) {
+        self.auto_commits.borrow_mut().remove(&consumer);
     }
 
     /// A frame of this group from a peer (frames of another incarnation
@@ -342,6 +391,8 @@ struct Task {
     purge_proposed: Option<Instant>,
     /// The last prepare encoded, to queue the same bytes to every backup.
     last_prepare: PrepareMemo,
+    /// The view this node leads the group in, while normal.
+    leading: Rc<Cell<Option<View>>>,
 }
 
 /// What makes two prepares the same frame: the message's fields and the
@@ -425,6 +476,10 @@ impl Task {
                 "the partition log is refilled to its checkpoint"
             );
         }
+        let replica = self.group.group().replica();
+        let normal = replica.status() == consensus::vsr::Status::Normal;
+        self.leading
+            .set((normal && replica.is_primary()).then_some(replica.view()));
         loop {
             // The next input, or the checkpoint written beside the group
             // being done (its compaction then runs here, in line).
@@ -488,7 +543,10 @@ impl Task {
                 self.shared.set_partition_view(self.ns, seen.0, seen.1);
                 published = Some(seen);
             }
+            self.leading
+                .set((seen.1 && replica.is_primary()).then_some(seen.0));
         }
+        self.leading.set(None);
         self.shared.forget_partition(self.ns);
         self.refuse_all();
         info!(ns = self.ns, "partition replica stopped");

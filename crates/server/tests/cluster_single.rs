@@ -1,0 +1,240 @@
+//! A roster of one: `cluster.enabled = true` with a single node runs the
+//! cluster path (the metadata group and every partition group as groups
+//! of one) without a replica port, PSK or `--replica-id`, and serves the
+//! released SDK as a single node does.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::sdk::id;
+use harness::{ONE_NODE_CLUSTER, ServerOptions, TestServer, Workdir};
+use iggy::prelude::*;
+
+fn options() -> ServerOptions {
+    ServerOptions::default()
+        .config_file(ONE_NODE_CLUSTER)
+        .env("IGGY_CONFIG_PATH", "config.toml")
+}
+
+/// Logs in as root, retrying while the group of one creates the root
+/// user just after start-up.
+async fn login(server: &TestServer) -> IggyClient {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let client = harness::sdk::tcp_client(server.tcp()).await;
+        match client
+            .login_user(harness::ROOT_USERNAME, harness::ROOT_PASSWORD)
+            .await
+        {
+            Ok(_) => return client,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("login not yet accepted: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("login refused: {e}"),
+        }
+    }
+}
+
+async fn poll_all(client: &IggyClient, partition: u32) -> Vec<(u64, Vec<u8>)> {
+    let polled = client
+        .poll_messages(
+            &id(0),
+            &id(0),
+            Some(partition),
+            &Consumer::default(),
+            &PollingStrategy::offset(0),
+            100,
+            false,
+        )
+        .await
+        .unwrap();
+    polled
+        .messages
+        .iter()
+        .map(|m| (m.header.offset, m.payload.to_vec()))
+        .collect()
+}
+
+#[tokio::test]
+async fn given_a_roster_of_one_when_serving_the_sdk_should_commit_alone_and_keep_everything_across_a_restart()
+ {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &options());
+    let client = login(&server).await;
+
+    // Cluster metadata names the one node, as leader, at its bound port.
+    let metadata = client.get_cluster_metadata().await.unwrap();
+    assert_eq!(metadata.nodes.len(), 1, "{metadata:?}");
+    let node = &metadata.nodes[0];
+    assert_eq!(node.role, ClusterNodeRole::Leader, "{metadata:?}");
+    assert_eq!(
+        node.endpoints.tcp,
+        server.tcp().port(),
+        "the bound TCP port is advertised: {metadata:?}"
+    );
+
+    client.create_stream("orders").await.unwrap();
+    client
+        .create_topic(
+            &id(0),
+            "events",
+            &TopicCreateOptions {
+                partitions_count: Some(2),
+                ..TopicCreateOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    for partition in 0..2u32 {
+        let mut messages: Vec<IggyMessage> = (0..5)
+            .map(|i| {
+                IggyMessage::builder()
+                    .payload(format!("p{partition}-m{i}").into())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        client
+            .send_messages(
+                &id(0),
+                &id(0),
+                &Partitioning::partition_id(partition),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    let consumer = Consumer::new(id(7));
+    client
+        .store_consumer_offset(&consumer, &id(0), &id(0), Some(1), 3)
+        .await
+        .unwrap();
+    let before: Vec<_> = [poll_all(&client, 0).await, poll_all(&client, 1).await].into();
+    for (partition, messages) in before.iter().enumerate() {
+        let expected: Vec<(u64, Vec<u8>)> = (0..5)
+            .map(|i| (i, format!("p{partition}-m{i}").into_bytes()))
+            .collect();
+        assert_eq!(messages, &expected, "partition {partition}");
+    }
+    // The group of one keeps its metadata journal where a cluster node does.
+    assert!(
+        workdir.data().join("cluster/metadata").is_dir(),
+        "the metadata group's directory"
+    );
+    drop(client);
+
+    let (status, _) = server.stop();
+    assert!(status.success(), "SIGTERM stops the node cleanly: {status}");
+    let server = TestServer::start(&workdir, &options());
+    let client = login(&server).await;
+    let after: Vec<_> = [poll_all(&client, 0).await, poll_all(&client, 1).await].into();
+    assert_eq!(after, before, "every message survives the restart");
+    let offset = client
+        .get_consumer_offset(&consumer, &id(0), &id(0), Some(1))
+        .await
+        .unwrap()
+        .expect("the stored offset survives the restart");
+    assert_eq!(offset.stored_offset, 3);
+    // New writes continue the log.
+    let mut more = vec![
+        IggyMessage::builder()
+            .payload("late".into())
+            .build()
+            .unwrap(),
+    ];
+    client
+        .send_messages(&id(0), &id(0), &Partitioning::partition_id(0), &mut more)
+        .await
+        .unwrap();
+    let last = poll_all(&client, 0).await;
+    assert_eq!(last.last(), Some(&(5, b"late".to_vec())), "{last:?}");
+}
+
+#[tokio::test]
+async fn given_a_roster_of_one_without_explicit_root_credentials_should_refuse_to_start() {
+    // A cluster node never prints a generated password: the roster of one
+    // asks for the credentials like any cluster node.
+    let workdir = Workdir::new();
+    let options = options()
+        .without_env("IGGY_ROOT_USERNAME")
+        .without_env("IGGY_ROOT_PASSWORD");
+    let (status, output) = harness::run_to_exit(&workdir, &options);
+    assert!(!status.success(), "{output}");
+    assert!(
+        output.contains("IGGY_ROOT"),
+        "names what is missing: {output}"
+    );
+}
+
+#[tokio::test]
+async fn given_a_roster_of_one_when_starting_should_open_no_replica_listener() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &options());
+    let client = login(&server).await;
+    client.ping().await.unwrap();
+    let output = harness::output(workdir.path());
+    assert!(
+        output.contains("metadata replica started (a group of one)"),
+        "{output}"
+    );
+    assert!(!output.contains("cannot listen for replicas"), "{output}");
+}
+
+#[tokio::test]
+async fn given_auto_commit_polls_in_a_row_when_polling_next_should_continue_after_each_one() {
+    // The auto-commit is proposed to the group without waiting for it
+    // (storage spec §11): the primary serves it as the consumer's offset
+    // at once, so back-to-back `Next` polls never repeat a message.
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &options());
+    let client = login(&server).await;
+    client.create_stream("s").await.unwrap();
+    client
+        .create_topic(&id(0), "t", &TopicCreateOptions::default())
+        .await
+        .unwrap();
+    let mut messages: Vec<IggyMessage> = (0..40)
+        .map(|i| {
+            IggyMessage::builder()
+                .payload(format!("m{i}").into())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    client
+        .send_messages(
+            &id(0),
+            &id(0),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .unwrap();
+    let consumer = Consumer::new(id(3));
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        let polled = client
+            .poll_messages(
+                &id(0),
+                &id(0),
+                Some(0),
+                &consumer,
+                &PollingStrategy::next(),
+                1,
+                true,
+            )
+            .await
+            .unwrap();
+        seen.extend(polled.messages.iter().map(|m| m.header.offset));
+    }
+    assert_eq!(seen, (0..40).collect::<Vec<u64>>());
+    let stored = client
+        .get_consumer_offset(&consumer, &id(0), &id(0), Some(0))
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(stored.stored_offset, 39);
+}
