@@ -238,3 +238,43 @@ async fn given_auto_commit_polls_in_a_row_when_polling_next_should_continue_afte
         .expect("stored");
     assert_eq!(stored.stored_offset, 39);
 }
+
+#[tokio::test]
+async fn given_messages_when_purging_the_topic_should_answer_once_the_partitions_are_empty() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &options());
+    let client = login(&server).await;
+    client.create_stream("s").await.unwrap();
+    let two = TopicCreateOptions {
+        partitions_count: Some(2),
+        ..TopicCreateOptions::default()
+    };
+    client.create_topic(&id(0), "t", &two).await.unwrap();
+    for partition in 0..2 {
+        let mut messages: Vec<IggyMessage> = (0..4)
+            .map(|i| {
+                IggyMessage::builder()
+                    .payload(format!("m{i}").into())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        client
+            .send_messages(
+                &id(0),
+                &id(0),
+                &Partitioning::partition_id(partition),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    let topic = client.get_topic(&id(0), &id(0)).await.unwrap().unwrap();
+    assert_eq!(topic.messages_count, 8);
+    client.purge_topic(&id(0), &id(0)).await.unwrap();
+    let topic = client.get_topic(&id(0), &id(0)).await.unwrap().unwrap();
+    assert_eq!(topic.messages_count, 0, "the purge's answer comes after it");
+    assert_eq!(topic.partitions_count, 2);
+    assert!(poll_all(&client, 0).await.is_empty());
+    assert!(poll_all(&client, 1).await.is_empty());
+}

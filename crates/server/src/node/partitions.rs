@@ -171,6 +171,10 @@ pub const RETIREMENT_FENCE_FILE: &str = "retirement.fence";
 /// the node to count as up when it committed (clock skew between nodes).
 const LIVE_CREATE_MARGIN_US: u64 = 1_000_000;
 
+/// How long a cluster node's purge waits for its partition group to
+/// carry it out before it answers (the group then finishes it later).
+const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -888,6 +892,35 @@ impl OwnedPartition {
     pub(super) async fn purge(&self, generation: u64) -> Result<(), PartitionError> {
         if let Some(replica) = &self.replica {
             replica.request_purge(generation);
+            // The group's primary proposes it within a tick; wait (a
+            // while) for this node to apply it, so that the purge's
+            // answer and the stats after it show the partition empty.
+            let deadline = std::time::Instant::now() + PURGE_WAIT;
+            while self.partition.purge_generation() < generation
+                && std::time::Instant::now() < deadline
+            {
+                compio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            self.publish_stats();
+            if self.partition.purge_generation() < generation {
+                warn!(
+                    partition = self.partition_id,
+                    generation, "the purge is not applied here yet; it completes later"
+                );
+                let partition = self.partition.clone();
+                let stats = self.stats.clone();
+                compio::runtime::spawn(async move {
+                    // Until applied, or the partition is gone (only
+                    // this task still holds it).
+                    while partition.purge_generation() < generation
+                        && Rc::strong_count(&partition) > 1
+                    {
+                        compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                    publish_stats(partition.log(), &stats);
+                })
+                .detach();
+            }
             return Ok(());
         }
         self.partition.purge(generation).await?;
