@@ -57,6 +57,32 @@ impl VsrReplica {
         if !due || self.checkpoint_pending.is_some() {
             return;
         }
+        self.checkpoint_at_commit(actions);
+    }
+
+    /// Asks for a checkpoint at the applied op now, ahead of the limits
+    /// (for example so that retention may drop the log below it). Nothing
+    /// when one is pending or the applied op is checkpointed already.
+    pub fn checkpoint_now(&mut self) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if self.checkpoint_pending.is_none() && self.commit_min > self.checkpoint_op() {
+            self.checkpoint_at_commit(&mut actions);
+        }
+        actions
+    }
+
+    /// Asks for the checkpoint at `commit_min`.
+    fn checkpoint_at_commit(&mut self, actions: &mut Vec<Action>) {
+        // Preconditions: one checkpoint at a time, of applied state above
+        // the last one.
+        assert!(
+            self.checkpoint_pending.is_none(),
+            "one checkpoint at a time"
+        );
+        assert!(
+            self.commit_min > self.checkpoint_op(),
+            "a checkpoint moves forward"
+        );
         self.applied_bytes = 0;
         let entry = self
             .entry(self.commit_min)

@@ -587,3 +587,33 @@ fn checkpointed_group(limits: Limits, ops: u64, at: Op) -> Group {
     }
     group
 }
+
+#[test]
+fn given_ops_below_the_interval_when_a_checkpoint_is_asked_should_take_it_at_the_commit_point() {
+    let mut group = Group::with_limits(3, SMALL);
+    for number in 1..=3 {
+        group.request(0, 7, number).unwrap();
+    }
+    group.tick(3);
+    for id in 0..3u8 {
+        assert_eq!(group.replica(id).checkpoint_op(), Op(0), "not due yet");
+        let actions = group.replicas[usize::from(id)]
+            .as_mut()
+            .expect("up")
+            .checkpoint_now();
+        group.perform(id, actions);
+        let replica = group.replica(id);
+        assert_eq!(replica.checkpoint_op(), Op(3), "replica {id}");
+        assert!(replica.entry(Op(2)).is_none(), "the journal below is gone");
+        // Asked again with nothing applied above it: nothing to take.
+        let again = group.replicas[usize::from(id)]
+            .as_mut()
+            .expect("up")
+            .checkpoint_now();
+        assert!(again.is_empty());
+    }
+    // The group goes on above the asked checkpoint.
+    group.request(0, 7, 4).unwrap();
+    group.tick(3);
+    assert!((0..3).all(|id| group.replica(id).commit_min() == Op(4)));
+}

@@ -356,6 +356,12 @@ impl<S: Storage> Partition<S> {
         self.checkpointed_end.set(end);
     }
 
+    /// Cluster mode: how far the group's durable checkpoints cover the
+    /// log (retention stops below it).
+    pub fn checkpointed_end(&self) -> Offset {
+        self.checkpointed_end.get()
+    }
+
     /// Cluster mode: the group's checkpoint covering the log up to `end`
     /// is durable.
     pub fn set_checkpointed_end(&self, end: Offset) {

@@ -641,6 +641,16 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         self.perform(actions).await
     }
 
+    /// Checkpoints at the applied op now, ahead of the limits (nothing
+    /// while a checkpoint runs or when the applied op is checkpointed).
+    pub async fn checkpoint_now(&mut self) -> Result<Vec<Effect>, GroupError> {
+        if self.running.is_some() {
+            return Ok(Vec::new());
+        }
+        let actions = self.replica.checkpoint_now();
+        self.perform(actions).await
+    }
+
     /// One tick of the group's timers.
     pub async fn on_tick(&mut self) -> Result<Vec<Effect>, GroupError> {
         let actions = self.replica.on_tick();

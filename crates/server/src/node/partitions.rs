@@ -175,6 +175,10 @@ const LIVE_CREATE_MARGIN_US: u64 = 1_000_000;
 /// carry it out before it answers (the group then finishes it later).
 const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How long a cluster node's segment deletion waits for the checkpoint it
+/// asked its partition group for (retention stops below the last one).
+const CHECKPOINT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -929,6 +933,21 @@ impl OwnedPartition {
     }
 
     pub(super) async fn delete_segments(&self, count: u32) -> Result<usize, PartitionError> {
+        // In a cluster retention stops at the group's last checkpoint
+        // (the journal above it names batches in these segments): ask for
+        // one at the committed end first and wait (a while) for it.
+        if let Some(replica) = &self.replica {
+            let target = self.partition.committed_end();
+            if self.partition.checkpointed_end() < target {
+                replica.request_checkpoint();
+                let deadline = std::time::Instant::now() + CHECKPOINT_WAIT;
+                while self.partition.checkpointed_end() < target
+                    && std::time::Instant::now() < deadline
+                {
+                    compio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            }
+        }
         let deleted = self.partition.delete_segments(count).await?;
         self.publish_stats();
         Ok(deleted)

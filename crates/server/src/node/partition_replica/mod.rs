@@ -116,6 +116,8 @@ enum Input {
     Submit(Command, TxOneshot<Outcome>),
     Frame(ReplicaId, Message),
     Tick,
+    /// Checkpoint at the applied op now (`request_checkpoint`).
+    Checkpoint,
 }
 
 /// This shard's handle on one partition group's task; dropping it ends
@@ -298,6 +300,13 @@ impl PartitionReplica {
             return None;
         }
         Some(offset)
+    }
+
+    /// Asks the group to checkpoint at its applied op now, so that
+    /// retention may drop the log below it (the partition's
+    /// `checkpointed_end` moves once the checkpoint is written).
+    pub fn request_checkpoint(&self) {
+        let _ = self.tx.try_send(Input::Checkpoint);
     }
 
     /// An explicit offset write or delete for `consumer` supersedes its
@@ -516,6 +525,7 @@ impl Task {
                         Err(e) => Err(e),
                     }
                 }
+                Some(Ok(Input::Checkpoint)) => self.group.group_mut().checkpoint_now().await,
                 Some(Ok(Input::Frame(from, message))) => self.on_message(from, message).await,
                 Some(Ok(Input::Submit(command, reply))) => self.on_submit(command, reply).await,
             };
