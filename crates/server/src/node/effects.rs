@@ -116,8 +116,14 @@ impl Node {
                 continue;
             }
             // A cluster node replaying the create after a restart holds
-            // this incarnation already: it opens it.
-            if self.ctx.cluster.is_some() && self.holds_incarnation(addr).await {
+            // this incarnation already: it opens it. So does a roster of
+            // one that initialized it and lost its directory: opening
+            // fences it (no peer can refill it).
+            let lone = self.ctx.cluster.as_ref().is_some_and(|c| c.replicas == 1);
+            if self.ctx.cluster.is_some()
+                && (self.holds_incarnation(addr).await
+                    || (lone && (self.lost_history(addr).await || self.retired(addr).await)))
+            {
                 if let Err(e) = self.open_partition(addr, &options, purge_generation).await {
                     error!(?addr, "cannot open the partition log: {e}");
                 }

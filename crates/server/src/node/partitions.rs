@@ -255,10 +255,11 @@ impl Node {
         let dir = self.partition_dir(addr);
         // A single node that initialized this partition and lost its
         // directory has nobody to refill it from: it refuses to serve it
-        // rather than start it empty (a cluster node refills it).
+        // rather than start it empty (a cluster node refills it from its
+        // peers; a roster of one has none, and is fenced the same way).
         // Once refused, it stays refused (its retirement fence) even if a
         // directory appears there later: only a delete clears it.
-        if self.ctx.cluster.is_none() {
+        if self.ctx.cluster.as_ref().is_none_or(|c| c.replicas == 1) {
             let reason = if self.retired(addr).await {
                 Some(format!(
                     "the partition's history was lost earlier and it is retired ({}), so the \
@@ -426,7 +427,7 @@ impl Node {
 
     /// Whether this node initialized the partition's current incarnation
     /// and has since lost its directory (its history).
-    async fn lost_history(&self, addr: PartitionAddr) -> bool {
+    pub(super) async fn lost_history(&self, addr: PartitionAddr) -> bool {
         let path = self.initialization_record(addr);
         let held = storage::counter_file::load(&RealStorage, &path)
             .await
@@ -444,7 +445,7 @@ impl Node {
     }
 
     /// Whether the partition's current incarnation is fenced off.
-    async fn retired(&self, addr: PartitionAddr) -> bool {
+    pub(super) async fn retired(&self, addr: PartitionAddr) -> bool {
         let fence = storage::counter_file::load(&RealStorage, &self.retirement_fence(addr))
             .await
             .ok()
