@@ -692,19 +692,14 @@ impl Task {
         let nonces: Vec<u64> = self.forwards_in_doubt.keys().copied().collect();
         for nonce in nonces {
             let (since, forward) = &self.forwards_in_doubt[&nonce];
-            let found = logged
-                .iter()
-                .find(|(_, kind)| *kind == forward.kind)
-                .map(|(op, _)| *op);
-            // Only a committed entry is the op's fate: one above the commit
-            // point may still be replaced by a view change.
-            let committed = found.filter(|op| *op <= applied);
-            if committed.is_none() && now.duration_since(*since) < DOUBT_MAX {
+            let fate = forward_fate(&logged, &forward.kind, applied, now.duration_since(*since));
+            if fate == ForwardFate::Waiting {
                 continue;
             }
             let (_, forward) = self.forwards_in_doubt.remove(&nonce).expect("listed");
-            match committed {
-                Some(op) => {
+            match fate {
+                ForwardFate::Waiting => unreachable!("kept above"),
+                ForwardFate::Committed(op) => {
                     let outcome = self
                         .group
                         .outcome(op)
@@ -712,9 +707,44 @@ impl Task {
                         .unwrap_or(Err(MetadataError::NotCommitted));
                     answer(forward.reply, outcome, op.0);
                 }
-                None => answer(forward.reply, Err(MetadataError::NotCommitted), 0),
+                ForwardFate::Unknown => answer(forward.reply, Err(MetadataError::NotCommitted), 0),
             }
         }
+    }
+}
+
+/// What this node can tell of a session op it forwarded and got no answer
+/// for (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ForwardFate {
+    /// Committed at this op and applied here: its outcome is the answer.
+    Committed(Op),
+    /// Not seen committed yet; keep waiting.
+    Waiting,
+    /// Not seen committed within `DOUBT_MAX`: 57, the client retries.
+    Unknown,
+}
+
+/// The fate of a forwarded session op of `kind`, from the session ops in
+/// this replica's log (`logged`, by op) and its applied point, `waited`
+/// after it fell in doubt. A Register or Logout names its session, so the
+/// log holds at most one op of its kind; only a committed entry is its
+/// fate (one above the commit point may still be replaced by a view
+/// change).
+fn forward_fate(
+    logged: &[(Op, OpKind)],
+    kind: &OpKind,
+    applied: Op,
+    waited: Duration,
+) -> ForwardFate {
+    let found = logged
+        .iter()
+        .find(|(_, logged)| logged == kind)
+        .map(|(op, _)| *op);
+    match found.filter(|op| *op <= applied) {
+        Some(op) => ForwardFate::Committed(op),
+        None if waited < DOUBT_MAX => ForwardFate::Waiting,
+        None => ForwardFate::Unknown,
     }
 }
 
@@ -805,5 +835,82 @@ impl Applier for NodeApplier {
             let _ = ack.await;
         }
         info!(op = commit.0, "metadata checkpoint installed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::metadata::user::Transport;
+
+    fn register(client: u128) -> OpKind {
+        OpKind::RegisterClient {
+            client: engine::metadata::ClientId(client),
+            user: UserId::ROOT,
+            transport: Transport::Tcp,
+            address: "127.0.0.1:1".to_owned(),
+        }
+    }
+
+    fn logout(client: u128) -> OpKind {
+        OpKind::UnregisterClient {
+            client: engine::metadata::ClientId(client),
+        }
+    }
+
+    const NOW: Duration = Duration::from_millis(10);
+
+    #[test]
+    fn given_the_forwarded_op_committed_in_the_log_should_answer_its_outcome() {
+        let logged = [
+            (Op(4), register(7)),
+            (Op(5), logout(7)),
+            (Op(6), register(8)),
+        ];
+        assert_eq!(
+            forward_fate(&logged, &logout(7), Op(6), NOW),
+            ForwardFate::Committed(Op(5))
+        );
+        assert_eq!(
+            forward_fate(&logged, &register(8), Op(6), NOW),
+            ForwardFate::Committed(Op(6))
+        );
+    }
+
+    #[test]
+    fn given_the_forwarded_op_above_the_commit_point_should_wait_for_it() {
+        // Prepared but not committed: a view change may still replace it.
+        let logged = [(Op(4), register(7)), (Op(9), register(8))];
+        assert_eq!(
+            forward_fate(&logged, &register(8), Op(8), NOW),
+            ForwardFate::Waiting
+        );
+        assert_eq!(
+            forward_fate(&logged, &register(8), Op(8), DOUBT_MAX),
+            ForwardFate::Unknown,
+            "not committed within DOUBT_MAX: the client retries (57)"
+        );
+        assert_eq!(
+            forward_fate(&logged, &register(8), Op(9), DOUBT_MAX),
+            ForwardFate::Committed(Op(9))
+        );
+    }
+
+    #[test]
+    fn given_the_forwarded_op_missing_from_the_log_should_wait_then_give_up() {
+        let logged = [(Op(4), register(7))];
+        // Another session's op of the same kind is not this one.
+        assert_eq!(
+            forward_fate(&logged, &register(9), Op(4), NOW),
+            ForwardFate::Waiting
+        );
+        assert_eq!(
+            forward_fate(&logged, &register(9), Op(4), DOUBT_MAX + NOW),
+            ForwardFate::Unknown
+        );
+        assert_eq!(
+            forward_fate(&[], &logout(7), Op(0), DOUBT_MAX),
+            ForwardFate::Unknown
+        );
     }
 }
