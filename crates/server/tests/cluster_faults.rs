@@ -577,3 +577,83 @@ fn given_a_forwarded_login_whose_answer_is_held_up_when_it_committed_should_answ
         "the login through the follower, answered after {waited:?}: {result:?}"
     );
 }
+
+/// The members of group `g` of `orders`/`t`, read through node `via`
+/// (the SDK follows the leader), or `None` while no leader answers.
+fn group_members(runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize) -> Option<u32> {
+    runtime.block_on(async {
+        let read = async {
+            let client = harness::sdk::tcp_client(tcp_of(nodes, via)).await;
+            client.login_user("iggy", "iggy").await.ok()?;
+            let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+            let group = client
+                .get_consumer_group(&stream, &topic, &harness::sdk::name("g"))
+                .await
+                .ok()??;
+            Some(group.members_count)
+        };
+        tokio::time::timeout(Duration::from_secs(5), read)
+            .await
+            .ok()?
+    })
+}
+
+/// Sessions whose connections went with their node end (they would hold
+/// consumer-group partitions for ever): a node that restarts ends its own
+/// sessions of the run before once it has caught up, and the leader ends
+/// those of a node whose link stays down for 30 s.
+#[test]
+fn given_group_members_on_a_killed_leader_when_it_restarts_or_stays_down_should_end_their_sessions()
+{
+    let (mut nodes, leader, runtime) = cluster_with_orders();
+    let join = |runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize, create: bool| {
+        runtime.block_on(async {
+            let client = harness::sdk::root_client(tcp_of(nodes, via)).await;
+            let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+            if create {
+                client
+                    .create_consumer_group(&stream, &topic, "g")
+                    .await
+                    .unwrap();
+            }
+            client
+                .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
+                .await
+                .unwrap();
+            // The session stays open: its connection dies with the node.
+            std::mem::forget(client);
+        })
+    };
+    runtime.block_on(create_topic_t(tcp_of(&nodes, leader), 2));
+    join(&runtime, &nodes, leader, true);
+    assert_eq!(group_members(&runtime, &nodes, leader), Some(1));
+
+    // The leader is killed and restarted: it ends its old session itself.
+    nodes[leader].server.take().unwrap().kill();
+    let node = &mut nodes[leader];
+    node.server = Some(TestServer::start(&node.workdir, &node.options));
+    let second = create_stream(&nodes, "after-restart");
+    eventually(
+        "the restarted node ended its sessions of the run before",
+        || group_members(&runtime, &nodes, second) == Some(0),
+    );
+
+    // A member on the new leader; the leader is killed and stays down.
+    join(&runtime, &nodes, second, false);
+    assert_eq!(group_members(&runtime, &nodes, second), Some(1));
+    nodes[second].server.take().unwrap().kill();
+    let third = create_stream(&nodes, "after-loss");
+    assert_eq!(
+        group_members(&runtime, &nodes, third),
+        Some(1),
+        "the lost node's session is kept while it may come back"
+    );
+    let lost = Instant::now();
+    eventually("the leader ended the lost node's sessions", || {
+        group_members(&runtime, &nodes, third) == Some(0)
+    });
+    assert!(
+        lost.elapsed() >= Duration::from_secs(20),
+        "not before its link stayed down"
+    );
+}

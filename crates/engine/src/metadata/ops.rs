@@ -154,6 +154,10 @@ pub enum OpKind {
         user: UserId,
         transport: Transport,
         address: String,
+        /// The cluster node whose connection holds the session (`None` on
+        /// a single node): its sessions end when it restarts or stays
+        /// unreachable.
+        node: Option<u8>,
     },
     /// Ends a session and removes it from every consumer group.
     UnregisterClient {

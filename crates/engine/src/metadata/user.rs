@@ -119,6 +119,9 @@ pub struct ClientSession {
     pub transport: Transport,
     pub address: String,
     pub registered_at_us: u64,
+    /// The cluster node holding the session's connection (`None` on a
+    /// single node).
+    pub node: Option<u8>,
 }
 
 #[cfg(test)]

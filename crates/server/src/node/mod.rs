@@ -443,6 +443,7 @@ impl Node {
                 Transport::WebSocket => engine::metadata::user::Transport::WebSocket,
             },
             address: who.peer.to_string(),
+            node: self.ctx.cluster.as_ref().map(|cluster| cluster.replica),
         };
         let result = self.submit(self.op(who.user_id, kind)).await;
         result.outcome?;

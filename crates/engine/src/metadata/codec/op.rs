@@ -29,6 +29,7 @@
 //! | 52   | DeleteExpiredPersonalAccessTokens | (empty) |
 //! | 60   | RegisterClient              | `u128` client, `u32` user, `transport`, `str` address |
 //! | 61   | UnregisterClient            | `u128` client |
+//! | 62   | RegisterClient on a node    | `u128` client, `u32` user, `transport`, `str` address, `u8` node |
 //!
 //! Decoding rejects an unknown version or kind, any invalid tag and any
 //! trailing byte.
@@ -73,6 +74,8 @@ mod kind {
     pub const DELETE_EXPIRED_TOKENS: u8 = 52;
     pub const REGISTER_CLIENT: u8 = 60;
     pub const UNREGISTER_CLIENT: u8 = 61;
+    /// A `RegisterClient` that names its cluster node (kind 60 names none).
+    pub const REGISTER_CLIENT_ON: u8 = 62;
 }
 
 impl MetadataOp {
@@ -147,7 +150,8 @@ impl OpKind {
             K::CreatePersonalAccessToken { .. } => kind::CREATE_TOKEN,
             K::DeletePersonalAccessToken { .. } => kind::DELETE_TOKEN,
             K::DeleteExpiredPersonalAccessTokens => kind::DELETE_EXPIRED_TOKENS,
-            K::RegisterClient { .. } => kind::REGISTER_CLIENT,
+            K::RegisterClient { node: None, .. } => kind::REGISTER_CLIENT,
+            K::RegisterClient { node: Some(_), .. } => kind::REGISTER_CLIENT_ON,
             K::UnregisterClient { .. } => kind::UNREGISTER_CLIENT,
         }
     }
@@ -340,11 +344,15 @@ fn encode_account_body(op: &OpKind, out: &mut Vec<u8>) {
             user,
             transport,
             address,
+            node,
         } => {
             out.put_u128(client.0);
             out.put_u32(user.0);
             out.put_u8(transport_code(*transport));
             out.put_str(address);
+            if let Some(node) = node {
+                out.put_u8(*node);
+            }
         }
         K::UnregisterClient { client } => out.put_u128(client.0),
         _ => unreachable!("resource and group kinds are encoded above"),
@@ -496,6 +504,14 @@ fn decode_account_body(code: u8, r: &mut Reader<'_>) -> Result<OpKind, CodecErro
             user: UserId(r.u32()?),
             transport: read_transport(r)?,
             address: r.str()?,
+            node: None,
+        },
+        kind::REGISTER_CLIENT_ON => K::RegisterClient {
+            client: ClientId(r.u128()?),
+            user: UserId(r.u32()?),
+            transport: read_transport(r)?,
+            address: r.str()?,
+            node: Some(r.u8()?),
         },
         kind::UNREGISTER_CLIENT => K::UnregisterClient {
             client: ClientId(r.u128()?),

@@ -168,6 +168,14 @@ fn every_kind() -> Vec<OpKind> {
             user: UserId(1),
             transport: Transport::WebSocket,
             address: "127.0.0.1:5000".into(),
+            node: None,
+        },
+        OpKind::RegisterClient {
+            client: ClientId(1 << 112),
+            user: UserId(1),
+            transport: Transport::Quic,
+            address: "127.0.0.1:5001".into(),
+            node: Some(2),
         },
         OpKind::UnregisterClient {
             client: ClientId(1 << 112),
@@ -201,6 +209,49 @@ fn given_create_stream_when_encoding_should_match_golden_bytes() {
     assert_eq!(
         hex(&bytes),
         "01 01 08 07 06 05 04 03 02 01 09 00 00 00 01 00 73"
+    );
+}
+
+#[test]
+fn given_register_client_on_a_node_when_encoding_should_match_golden_bytes() {
+    let kind = OpKind::RegisterClient {
+        client: ClientId(0x0102),
+        user: UserId(3),
+        transport: Transport::Tcp,
+        address: "a".into(),
+        node: Some(2),
+    };
+    let expected = concat!(
+        "01 3e 08 07 06 05 04 03 02 01 09 00 00 00 ",
+        "02 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ",
+        "03 00 00 00 01 01 00 61 02"
+    );
+    assert_eq!(hex(&encoded(&op(kind.clone()))), expected);
+    // Without a node it is kind 60, as before nodes were named.
+    let OpKind::RegisterClient {
+        client,
+        user,
+        transport,
+        address,
+        ..
+    } = kind
+    else {
+        unreachable!()
+    };
+    let legacy = OpKind::RegisterClient {
+        client,
+        user,
+        transport,
+        address,
+        node: None,
+    };
+    assert_eq!(
+        hex(&encoded(&op(legacy))),
+        concat!(
+            "01 3c 08 07 06 05 04 03 02 01 09 00 00 00 ",
+            "02 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ",
+            "03 00 00 00 01 01 00 61"
+        )
     );
 }
 

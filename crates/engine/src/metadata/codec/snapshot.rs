@@ -2,7 +2,7 @@
 //! framing are added by the storage layer).
 //!
 //! ```text
-//! snapshot  = u16 version (= 1) | vec<stream> | vec<user> | vec<client>
+//! snapshot  = u16 version (= 2; 1 is read) | vec<stream> | vec<user> | vec<client>
 //! stream    = u32 id | str name | u64 created_at_us | vec<topic>
 //! topic     = u32 id | str name | u64 created_at_us | options | vec<option_entry> client options
 //!             | u32 next_group_id | u64 purge_generation | vec<u64 partition created_at_us> | vec<group>
@@ -15,6 +15,7 @@
 //! user      = u32 id | str username | str password_hash | user_status | opt<permissions> | u64 created_at_us | vec<token>
 //! token     = str name | str token_hash | u64 created_at_us | opt<u64> expires_at_us
 //! client    = u128 id | u32 user | transport | str address | u64 registered_at_us
+//!             | opt<u8> node (version 2; absent in version 1)
 //! ```
 //!
 //! Partition IDs are implicit (their index). Records appear in ascending ID
@@ -40,7 +41,9 @@ use crate::metadata::topic::{Partition, Topic, TopicHeader};
 use crate::metadata::user::{ClientSession, PersonalAccessToken, User, UserHeader};
 
 /// Current snapshot encoding version.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
+/// The version before clients named their cluster node; still read.
+const SNAPSHOT_FORMAT_V1: u16 = 1;
 
 fn inconsistent(reason: &'static str) -> CodecError {
     CodecError::Inconsistent { reason }
@@ -71,6 +74,13 @@ impl MetadataState {
             out.put_u8(transport_code(client.transport));
             out.put_str(&client.address);
             out.put_u64(client.registered_at_us);
+            match client.node {
+                Some(node) => {
+                    out.put_u8(1);
+                    out.put_u8(node);
+                }
+                None => out.put_u8(0),
+            }
         }
     }
 
@@ -78,7 +88,7 @@ impl MetadataState {
     pub fn decode_snapshot(bytes: &[u8]) -> Result<Self, CodecError> {
         let mut r = Reader::new(bytes);
         let version = r.u16()?;
-        if version != SNAPSHOT_FORMAT_VERSION {
+        if version != SNAPSHOT_FORMAT_VERSION && version != SNAPSHOT_FORMAT_V1 {
             return Err(CodecError::UnsupportedVersion {
                 what: "snapshot",
                 found: version,
@@ -103,7 +113,7 @@ impl MetadataState {
             state.users.insert(user.id, user);
         }
         for _ in 0..r.len()? {
-            let client = read_client(&mut r)?;
+            let client = read_client(&mut r, version)?;
             if state.clients.insert(client.id, client).is_some() {
                 return Err(inconsistent("duplicate client"));
             }
@@ -358,13 +368,18 @@ fn read_user(r: &mut Reader<'_>) -> Result<User, CodecError> {
     Ok(user)
 }
 
-fn read_client(r: &mut Reader<'_>) -> Result<ClientSession, CodecError> {
+fn read_client(r: &mut Reader<'_>, version: u16) -> Result<ClientSession, CodecError> {
     Ok(ClientSession {
         id: ClientId(r.u128()?),
         user_id: UserId(r.u32()?),
         transport: read_transport(r)?,
         address: r.str()?,
         registered_at_us: r.u64()?,
+        node: if version == SNAPSHOT_FORMAT_V1 {
+            None
+        } else {
+            r.opt("node flag", Reader::u8)?
+        },
     })
 }
 

@@ -22,6 +22,7 @@ impl MetadataState {
             user,
             transport,
             address,
+            node,
         } = op
         else {
             unreachable!("dispatched by kind");
@@ -41,6 +42,7 @@ impl MetadataState {
             transport: *transport,
             address: address.clone(),
             registered_at_us,
+            node: *node,
         };
         self.clients.insert(*client, session);
         Ok(ApplyOutcome::ClientRegistered { client: *client })

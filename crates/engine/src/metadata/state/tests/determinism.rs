@@ -134,6 +134,7 @@ fn random_account_op(rng: &mut StdRng) -> OpKind {
             user: UserId(rng.random_range(0..3)),
             transport: Transport::Tcp,
             address: "a".into(),
+            node: rng.random_bool(0.5).then_some(1),
         },
         7 => OpKind::UnregisterClient { client },
         11 | 12 => OpKind::CompleteRevocation {
@@ -325,4 +326,29 @@ fn given_corrupt_snapshot_when_decoding_should_refuse_without_panicking() {
     let mut version = bytes;
     version[0] = 9;
     assert!(MetadataState::decode_snapshot(&version).is_err());
+}
+
+#[test]
+fn given_a_version_1_snapshot_when_decoding_should_read_its_clients_without_a_node() {
+    let mut h = Harness::new();
+    h.register(7, UserId(0));
+    let bytes = snapshot(&h.state);
+    assert_eq!(&bytes[..2], &[2, 0], "written as version 2");
+    assert_eq!(bytes.last(), Some(&0), "the client's node: none");
+    // Version 1 is the same without the trailing node of each client
+    // (clients come last).
+    let mut v1 = bytes[..bytes.len() - 1].to_vec();
+    v1[..2].copy_from_slice(&1u16.to_le_bytes());
+    let decoded = MetadataState::decode_snapshot(&v1).expect("version 1 is read");
+    assert_eq!(decoded, h.state);
+    // A node round-trips in version 2.
+    h.ok(OpKind::RegisterClient {
+        client: ClientId(8),
+        user: UserId(0),
+        transport: Transport::Quic,
+        address: "b".into(),
+        node: Some(2),
+    });
+    let decoded = MetadataState::decode_snapshot(&snapshot(&h.state)).expect("valid");
+    assert_eq!(decoded.client(ClientId(8)).map(|c| c.node), Some(Some(2)));
 }

@@ -75,6 +75,7 @@ impl Harness {
             user,
             transport: Transport::Tcp,
             address: format!("10.0.0.1:{client}"),
+            node: None,
         });
     }
 }
