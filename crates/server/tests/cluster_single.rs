@@ -38,6 +38,29 @@ async fn login(server: &TestServer) -> IggyClient {
     }
 }
 
+/// Sends one message per payload to partition `partition` of stream 0,
+/// topic 0.
+async fn send(client: &IggyClient, partition: u32, payloads: Vec<String>) {
+    let mut messages: Vec<IggyMessage> = payloads
+        .into_iter()
+        .map(|payload| {
+            IggyMessage::builder()
+                .payload(payload.into())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    client
+        .send_messages(
+            &id(0),
+            &id(0),
+            &Partitioning::partition_id(partition),
+            &mut messages,
+        )
+        .await
+        .unwrap();
+}
+
 async fn poll_all(client: &IggyClient, partition: u32) -> Vec<(u64, Vec<u8>)> {
     let polled = client
         .poll_messages(
@@ -89,23 +112,12 @@ async fn given_a_roster_of_one_when_serving_the_sdk_should_commit_alone_and_keep
         .await
         .unwrap();
     for partition in 0..2u32 {
-        let mut messages: Vec<IggyMessage> = (0..5)
-            .map(|i| {
-                IggyMessage::builder()
-                    .payload(format!("p{partition}-m{i}").into())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        client
-            .send_messages(
-                &id(0),
-                &id(0),
-                &Partitioning::partition_id(partition),
-                &mut messages,
-            )
-            .await
-            .unwrap();
+        send(
+            &client,
+            partition,
+            (0..5).map(|i| format!("p{partition}-m{i}")).collect(),
+        )
+        .await;
     }
     let consumer = Consumer::new(id(7));
     client
@@ -139,16 +151,7 @@ async fn given_a_roster_of_one_when_serving_the_sdk_should_commit_alone_and_keep
         .expect("the stored offset survives the restart");
     assert_eq!(offset.stored_offset, 3);
     // New writes continue the log.
-    let mut more = vec![
-        IggyMessage::builder()
-            .payload("late".into())
-            .build()
-            .unwrap(),
-    ];
-    client
-        .send_messages(&id(0), &id(0), &Partitioning::partition_id(0), &mut more)
-        .await
-        .unwrap();
+    send(&client, 0, vec!["late".to_owned()]).await;
     let last = poll_all(&client, 0).await;
     assert_eq!(last.last(), Some(&(5, b"late".to_vec())), "{last:?}");
 }
@@ -196,23 +199,7 @@ async fn given_auto_commit_polls_in_a_row_when_polling_next_should_continue_afte
         .create_topic(&id(0), "t", &TopicCreateOptions::default())
         .await
         .unwrap();
-    let mut messages: Vec<IggyMessage> = (0..40)
-        .map(|i| {
-            IggyMessage::builder()
-                .payload(format!("m{i}").into())
-                .build()
-                .unwrap()
-        })
-        .collect();
-    client
-        .send_messages(
-            &id(0),
-            &id(0),
-            &Partitioning::partition_id(0),
-            &mut messages,
-        )
-        .await
-        .unwrap();
+    send(&client, 0, (0..40).map(|i| format!("m{i}")).collect()).await;
     let consumer = Consumer::new(id(3));
     let mut seen = Vec::new();
     for _ in 0..40 {
@@ -251,23 +238,12 @@ async fn given_messages_when_purging_the_topic_should_answer_once_the_partitions
     };
     client.create_topic(&id(0), "t", &two).await.unwrap();
     for partition in 0..2 {
-        let mut messages: Vec<IggyMessage> = (0..4)
-            .map(|i| {
-                IggyMessage::builder()
-                    .payload(format!("m{i}").into())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        client
-            .send_messages(
-                &id(0),
-                &id(0),
-                &Partitioning::partition_id(partition),
-                &mut messages,
-            )
-            .await
-            .unwrap();
+        send(
+            &client,
+            partition,
+            (0..4).map(|i| format!("m{i}")).collect(),
+        )
+        .await;
     }
     let topic = client.get_topic(&id(0), &id(0)).await.unwrap().unwrap();
     assert_eq!(topic.messages_count, 8);

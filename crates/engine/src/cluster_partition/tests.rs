@@ -167,6 +167,50 @@ impl Cluster {
         self.net.nodes[usize::from(id)] = Some(node);
     }
 
+    /// A group whose segments are never fsynced, past a checkpoint of 16
+    /// appends; with its primary and a backup (the victim of the tests).
+    async fn checkpointed_unsynced() -> (Cluster, u8, u8) {
+        let mut cluster = Cluster::start_unsynced().await;
+        let primary = cluster.net.primary();
+        let victim = (primary + 1) % 3;
+        for tag in 1..=16 {
+            cluster.append(tag, 3).await.expect("committed");
+        }
+        cluster.net.tick(20).await;
+        (cluster, primary, victim)
+    }
+
+    /// `id` loses power: only what it fsynced survives, and it is down.
+    fn power_loss(&mut self, id: u8) {
+        let survived = self.net.storages[usize::from(id)].crash(CrashMode::Clean);
+        self.net.storages[usize::from(id)] = survived;
+        self.net.nodes[usize::from(id)] = None;
+    }
+
+    /// `id` is a full member: a new append lands at `offset` and `id`
+    /// then holds what the primary holds.
+    async fn assert_member_again(&mut self, id: u8, primary: u8, offset: Offset) {
+        let applied = self.append(99, 1).await;
+        assert_eq!(
+            applied,
+            Some(Applied::Appended {
+                base_offset: offset
+            })
+        );
+        self.net.tick(20).await;
+        assert_eq!(self.messages(id).await, self.messages(primary).await);
+    }
+
+    /// Submits an append of `count` records tagged `tag`.
+    async fn append(&mut self, tag: u64, count: usize) -> Option<Applied> {
+        let batch = record(tag, count);
+        self.submit(Command::Append {
+            range: 0..batch.len(),
+            buffer: batch,
+        })
+        .await
+    }
+
     async fn submit(&mut self, mut command: Command) -> Option<Applied> {
         let primary = self.net.primary();
         let node = self.net.node_mut(primary);
@@ -277,13 +321,7 @@ fn given_each_op_when_encoded_should_match_the_documented_bytes() {
 async fn given_appends_on_the_primary_when_committed_should_land_at_equal_offsets_everywhere() {
     let mut cluster = Cluster::start().await;
     for tag in 1..=6 {
-        let batch = record(tag, 3);
-        let applied = cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
-            .await;
+        let applied = cluster.append(tag, 3).await;
         assert_eq!(
             applied,
             Some(Applied::Appended {
@@ -325,14 +363,7 @@ async fn given_appends_on_the_primary_when_committed_should_land_at_equal_offset
 async fn given_a_restart_when_the_journal_replays_should_not_append_twice() {
     let mut cluster = Cluster::start().await;
     for tag in 1..=3 {
-        let batch = record(tag, 2);
-        cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
-            .await
-            .expect("prepared");
+        cluster.append(tag, 2).await.expect("prepared");
     }
     let backup = (cluster.net.primary() + 1) % 3;
     let before = cluster.messages(backup).await;
@@ -341,13 +372,7 @@ async fn given_a_restart_when_the_journal_replays_should_not_append_twice() {
     cluster.open(backup).await;
     cluster.net.tick(200).await;
     assert_eq!(cluster.messages(backup).await, before, "nothing doubled");
-    let batch = record(9, 1);
-    let applied = cluster
-        .submit(Command::Append {
-            range: 0..batch.len(),
-            buffer: batch,
-        })
-        .await;
+    let applied = cluster.append(9, 1).await;
     assert_eq!(
         applied,
         Some(Applied::Appended {
@@ -371,12 +396,8 @@ async fn given_a_wiped_backup_behind_every_checkpoint_when_it_rejoins_should_ref
     let wiped = (primary + 1) % 3;
     cluster.net.nodes[usize::from(wiped)] = None;
     for tag in 1..=24 {
-        let batch = record(tag, 2);
         cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
+            .append(tag, 2)
             .await
             .expect("committed by the other two");
         if tag % 5 == 0 {
@@ -422,24 +443,9 @@ async fn given_a_wiped_backup_behind_every_checkpoint_when_it_rejoins_should_ref
         "stores of 5, 15 and 20 (10 deleted)"
     );
     // It is a full member again: a new append lands there too.
-    let batch = record(99, 1);
-    let applied = cluster
-        .submit(Command::Append {
-            range: 0..batch.len(),
-            buffer: batch,
-        })
+    cluster
+        .assert_member_again(wiped, primary, Offset(48))
         .await;
-    assert_eq!(
-        applied,
-        Some(Applied::Appended {
-            base_offset: Offset(48)
-        })
-    );
-    cluster.net.tick(20).await;
-    assert_eq!(
-        cluster.messages(wiped).await,
-        cluster.messages(primary).await
-    );
 }
 
 /// A `replicated` partition's segments are not fsynced before a
@@ -449,28 +455,13 @@ async fn given_a_wiped_backup_behind_every_checkpoint_when_it_rejoins_should_ref
 #[compio::test]
 async fn given_a_power_loss_below_the_checkpoint_when_booting_should_refill_from_a_peer_before_serving()
  {
-    let mut cluster = Cluster::start_unsynced().await;
-    let primary = cluster.net.primary();
-    let victim = (primary + 1) % 3;
-    for tag in 1..=16 {
-        let batch = record(tag, 3);
-        cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
-            .await
-            .expect("committed");
-    }
-    cluster.net.tick(20).await;
+    let (mut cluster, primary, victim) = Cluster::checkpointed_unsynced().await;
     let checkpoint = cluster.net.node(victim).group().replica().checkpoint_op();
     assert!(checkpoint > consensus::Op(8), "the victim checkpointed");
     let expected = cluster.messages(primary).await;
     assert_eq!(expected.len(), 16);
     // Power loss: only what was fsynced survives.
-    let survived = cluster.net.storages[usize::from(victim)].crash(CrashMode::Clean);
-    cluster.net.storages[usize::from(victim)] = survived;
-    cluster.net.nodes[usize::from(victim)] = None;
+    cluster.power_loss(victim);
     cluster.open_with_source(victim, primary).await;
     let node = cluster.net.node_mut(victim);
     assert!(
@@ -494,24 +485,9 @@ async fn given_a_power_loss_below_the_checkpoint_when_booting_should_refill_from
         "the victim serves the whole log again"
     );
     // A full member: a new append lands there at the same offset.
-    let batch = record(99, 1);
-    let applied = cluster
-        .submit(Command::Append {
-            range: 0..batch.len(),
-            buffer: batch,
-        })
+    cluster
+        .assert_member_again(victim, primary, Offset(48))
         .await;
-    assert_eq!(
-        applied,
-        Some(Applied::Appended {
-            base_offset: Offset(48)
-        })
-    );
-    cluster.net.tick(20).await;
-    assert_eq!(
-        cluster.messages(victim).await,
-        cluster.messages(primary).await
-    );
 }
 
 /// Without a peer that holds the lost batches the refill fails (the group
@@ -519,23 +495,8 @@ async fn given_a_power_loss_below_the_checkpoint_when_booting_should_refill_from
 #[compio::test]
 async fn given_a_power_loss_below_the_checkpoint_and_no_peer_holding_it_when_refilling_should_fail()
 {
-    let mut cluster = Cluster::start_unsynced().await;
-    let primary = cluster.net.primary();
-    let victim = (primary + 1) % 3;
-    for tag in 1..=16 {
-        let batch = record(tag, 3);
-        cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
-            .await
-            .expect("committed");
-    }
-    cluster.net.tick(20).await;
-    let survived = cluster.net.storages[usize::from(victim)].crash(CrashMode::Clean);
-    cluster.net.storages[usize::from(victim)] = survived;
-    cluster.net.nodes[usize::from(victim)] = None;
+    let (mut cluster, primary, victim) = Cluster::checkpointed_unsynced().await;
+    cluster.power_loss(victim);
     cluster.open(victim).await;
     let node = cluster.net.node_mut(victim);
     assert!(node.has_boot_gap());
@@ -558,12 +519,8 @@ async fn given_a_peer_whose_retention_dropped_the_start_when_refilling_should_re
     let wiped = (primary + 1) % 3;
     cluster.net.nodes[usize::from(wiped)] = None;
     for tag in 1..=30 {
-        let batch = record(tag, 4);
         cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
+            .append(tag, 4)
             .await
             .expect("committed by the other two");
     }
@@ -605,14 +562,7 @@ async fn given_a_peer_whose_retention_dropped_the_start_when_refilling_should_re
 async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_offsets_growing() {
     let mut cluster = Cluster::start().await;
     for tag in 1..=3 {
-        let batch = record(tag, 3);
-        cluster
-            .submit(Command::Append {
-                range: 0..batch.len(),
-                buffer: batch,
-            })
-            .await
-            .expect("committed");
+        cluster.append(tag, 3).await.expect("committed");
     }
     let stored = cluster
         .submit(Command::StoreOffset {
@@ -638,13 +588,7 @@ async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_off
     // from the end.
     let again = cluster.submit(Command::Purge { generation: 1 }).await;
     assert_eq!(again, Some(Applied::Purged));
-    let batch = record(7, 2);
-    let applied = cluster
-        .submit(Command::Append {
-            range: 0..batch.len(),
-            buffer: batch,
-        })
-        .await;
+    let applied = cluster.append(7, 2).await;
     assert_eq!(
         applied,
         Some(Applied::Appended {

@@ -109,11 +109,9 @@ async fn given_random_appends_and_cuts_when_read_and_reopened_should_hold_exactl
     }
 }
 
-#[compio::test]
-async fn given_a_cut_when_power_is_lost_after_it_should_stay_cut() {
-    let storage = SimStorage::new();
-    let options = replicated_options(false);
-    let (log, _) = open(&storage, options.clone()).await;
+/// Appends 30 batches of three 200-byte records (several segments);
+/// their base offsets.
+async fn append_thirty(log: &PartitionLog<SimStorage>) -> Vec<Offset> {
     let mut bases = Vec::new();
     for tag in 1..=30 {
         log.ensure_reserved(3).await.expect("reserve");
@@ -123,6 +121,15 @@ async fn given_a_cut_when_power_is_lost_after_it_should_stay_cut() {
                 .base_offset,
         );
     }
+    bases
+}
+
+#[compio::test]
+async fn given_a_cut_when_power_is_lost_after_it_should_stay_cut() {
+    let storage = SimStorage::new();
+    let options = replicated_options(false);
+    let (log, _) = open(&storage, options.clone()).await;
+    let bases = append_thirty(&log).await;
     log.sync().await.expect("sync");
     assert!(log.segments_count() > 2, "the cut spans segments");
     log.truncate_tail(bases[7]).await.expect("cut");
@@ -146,15 +153,7 @@ async fn given_a_lost_unsynced_tail_below_a_newer_segment_when_reopened_should_e
     let storage = SimStorage::new();
     let options = replicated_options(false);
     let (log, _) = open(&storage, options.clone()).await;
-    let mut bases = Vec::new();
-    for tag in 1..=30 {
-        log.ensure_reserved(3).await.expect("reserve");
-        bases.push(
-            log.append(record(tag, 3, 200), 1_000 + tag)
-                .unwrap()
-                .base_offset,
-        );
-    }
+    let bases = append_thirty(&log).await;
     log.flush().await.expect("written, never fsynced");
     assert!(log.segments_count() > 2, "several segments");
     let survived = storage.crash(CrashMode::Clean);
