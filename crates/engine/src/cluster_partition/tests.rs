@@ -495,7 +495,7 @@ async fn given_a_power_loss_below_the_checkpoint_when_booting_should_refill_from
 #[compio::test]
 async fn given_a_power_loss_below_the_checkpoint_and_no_peer_holding_it_when_refilling_should_fail()
 {
-    let (mut cluster, primary, victim) = Cluster::checkpointed_unsynced().await;
+    let (mut cluster, _, victim) = Cluster::checkpointed_unsynced().await;
     cluster.power_loss(victim);
     cluster.open(victim).await;
     let node = cluster.net.node_mut(victim);
