@@ -657,3 +657,50 @@ fn given_group_members_on_a_killed_leader_when_it_restarts_or_stays_down_should_
         "not before its link stayed down"
     );
 }
+
+/// A leader cut off long enough loses its sessions (the new leader ends
+/// them after 30 s); once the network heals it applies those ends and
+/// closes its connections still bound to them, so their clients log in
+/// again instead of acting on sessions the cluster no longer has.
+#[test]
+fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close_their_connections()
+{
+    let (nodes, proxies) = start_cluster_with_proxies();
+    let (nodes, leader, runtime) = with_orders(nodes);
+    // The member's connection stays open on the leader.
+    let member = runtime.block_on(async {
+        create_topic_t(tcp_of(&nodes, leader), 1).await;
+        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
+        let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+        client
+            .create_consumer_group(&stream, &topic, "g")
+            .await
+            .unwrap();
+        client
+            .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
+            .await
+            .unwrap();
+        client
+    });
+    let leader_id = u8::try_from(leader).unwrap();
+    for ((j, i), proxy) in &proxies {
+        if *j == leader_id || *i == leader_id {
+            proxy.cut();
+        }
+    }
+    let others: Vec<usize> = (0..nodes.len()).filter(|&i| i != leader).collect();
+    eventually("the others end the isolated leader's session", || {
+        group_members(&runtime, &nodes, others[0]) == Some(0)
+    });
+    for proxy in proxies.values() {
+        proxy.heal();
+    }
+    eventually(
+        "the old leader closed the connection of the ended session",
+        || {
+            harness::output(nodes[leader].workdir.path())
+                .contains("closing a connection whose session the cluster ended")
+        },
+    );
+    drop(member);
+}

@@ -89,6 +89,12 @@ impl Node {
                     error!(?addr, "deleting segments failed: {e}");
                 }
             }
+            // A logout or disconnect unbinds its connection before the
+            // op applies, so only a session ended for a lost node (this
+            // one, back) still has connections here.
+            A::ClientUnregistered { client, .. } if self.ctx.cluster.is_some() => {
+                self.close_connections_of(client.0);
+            }
             _ => {}
         }
     }

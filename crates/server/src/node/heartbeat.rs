@@ -93,6 +93,14 @@ impl LivenessTable {
         self.connections.borrow_mut().remove(&connection_id);
     }
 
+    /// The handle of a tracked connection, untracked (to close it).
+    pub fn take(&self, connection_id: u64) -> Option<ConnectionHandle> {
+        self.connections
+            .borrow_mut()
+            .remove(&connection_id)
+            .map(|liveness| liveness.handle)
+    }
+
     fn silent_since(&self, cutoff: Instant) -> Vec<(u64, ConnectionHandle)> {
         let connections = self.connections.borrow();
         connections
@@ -124,6 +132,30 @@ impl Node {
                 );
                 self.liveness.untrack(connection_id);
                 evict(&handle, client);
+            }
+        }
+    }
+
+    /// Cluster mode: a session ended by the group (the leader ended the
+    /// sessions of a node it lost, and this is that node, back) no longer
+    /// exists, so the connections of this shard still bound to it are
+    /// closed: their clients reconnect and log in again.
+    pub(super) fn close_connections_of(&self, client: u128) {
+        let bound: Vec<u64> = self
+            .ctx
+            .clients
+            .all()
+            .into_iter()
+            .filter(|record| record.bound.is_some_and(|b| b.client == client))
+            .map(|record| record.connection_id)
+            .collect();
+        for connection_id in bound {
+            if let Some(handle) = self.liveness.take(connection_id) {
+                info!(
+                    connection_id,
+                    "closing a connection whose session the cluster ended"
+                );
+                handle.close();
             }
         }
     }
