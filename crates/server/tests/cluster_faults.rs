@@ -598,14 +598,18 @@ fn group_members(runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize) 
     })
 }
 
+/// Ten-second client heartbeats: a lost node's sessions end after 12 s.
+const HEARTBEAT_10S: &str = "[heartbeat]\ninterval = \"10 s\"\n\n";
+
 /// Sessions whose connections went with their node end (they would hold
 /// consumer-group partitions for ever): a node that restarts ends its own
 /// sessions of the run before once it has caught up, and the leader ends
-/// those of a node whose link stays down for 30 s.
+/// those of a node whose link stays down for 1.2 heartbeat intervals
+/// (replication spec §7.4).
 #[test]
 fn given_group_members_on_a_killed_leader_when_it_restarts_or_stays_down_should_end_their_sessions()
 {
-    let (mut nodes, leader, runtime) = cluster_with_orders();
+    let (mut nodes, leader, runtime) = with_orders(start_cluster(HEARTBEAT_10S));
     let join = |runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize, create: bool| {
         runtime.block_on(async {
             let client = harness::sdk::root_client(tcp_of(nodes, via)).await;
@@ -653,35 +657,48 @@ fn given_group_members_on_a_killed_leader_when_it_restarts_or_stays_down_should_
         group_members(&runtime, &nodes, third) == Some(0)
     });
     assert!(
-        lost.elapsed() >= Duration::from_secs(20),
-        "not before its link stayed down"
+        lost.elapsed() >= Duration::from_secs(8),
+        "not before its link stayed down 1.2 heartbeat intervals"
     );
 }
 
 /// A leader cut off long enough loses its sessions (the new leader ends
-/// them after 30 s); once the network heals it applies those ends and
-/// closes its connections still bound to them, so their clients log in
-/// again instead of acting on sessions the cluster no longer has.
+/// them after 1.2 heartbeat intervals); once the network heals it applies
+/// those ends and closes its connections still bound to them, so their
+/// clients log in again instead of acting on sessions the cluster no
+/// longer has.
 #[test]
 fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close_their_connections()
 {
-    let (nodes, proxies) = start_cluster_with_proxies();
+    let (nodes, proxies) = start_cluster_with_proxies_and(HEARTBEAT_10S);
     let (nodes, leader, runtime) = with_orders(nodes);
-    // The member's connection stays open on the leader.
-    let member = runtime.block_on(async {
-        create_topic_t(tcp_of(&nodes, leader), 1).await;
-        let client = harness::sdk::root_client(tcp_of(&nodes, leader)).await;
-        let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
-        client
-            .create_consumer_group(&stream, &topic, "g")
-            .await
-            .unwrap();
-        client
-            .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
-            .await
-            .unwrap();
-        client
+    runtime.block_on(create_topic_t(tcp_of(&nodes, leader), 1));
+    // The member's connection stays open on the leader, pinging it (so
+    // the leader's own heartbeat verifier keeps it) until it is closed.
+    let tcp = tcp_of(&nodes, leader);
+    let (joined_tx, joined) = std::sync::mpsc::channel();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    let member = std::thread::spawn(move || {
+        sdk_runtime().block_on(async {
+            let client = harness::sdk::root_client(tcp).await;
+            let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+            client
+                .create_consumer_group(&stream, &topic, "g")
+                .await
+                .unwrap();
+            client
+                .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
+                .await
+                .unwrap();
+            joined_tx.send(()).unwrap();
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = client.ping().await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
     });
+    joined.recv().expect("joined");
     let leader_id = u8::try_from(leader).unwrap();
     for ((j, i), proxy) in &proxies {
         if *j == leader_id || *i == leader_id {
@@ -702,5 +719,6 @@ fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close
                 .contains("closing a connection whose session the cluster ended")
         },
     );
-    drop(member);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    member.join().expect("the member's thread ends");
 }

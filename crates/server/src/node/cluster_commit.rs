@@ -253,6 +253,7 @@ impl ClusterCommitter {
             }
         })
         .detach();
+        let orphans = Orphans::new(replicas, node.ctx.limits.heartbeat_interval);
         let mut task = Task {
             node,
             group,
@@ -268,7 +269,7 @@ impl ClusterCommitter {
             remote: BTreeMap::new(),
             awaiting_apply: BTreeMap::new(),
             in_doubt: BTreeMap::new(),
-            orphans: Orphans::new(replicas),
+            orphans,
         };
         while let Ok(input) = rx.recv().await {
             let effects = match input {
@@ -335,9 +336,14 @@ struct Task {
 }
 
 /// How long a peer's link must stay down before the leader ends the
-/// sessions registered on it: its clients have reconnected elsewhere by
-/// then, and their old sessions would hold consumer-group partitions.
-const ORPHAN_AFTER: Duration = Duration::from_secs(30);
+/// sessions registered on it, in heartbeat intervals (replication spec
+/// §7.4: a session lease not renewed within 1.2 × `heartbeat.interval`
+/// ends). Its clients have reconnected elsewhere by then, and their old
+/// sessions would hold consumer-group partitions.
+const ORPHAN_AFTER_INTERVALS: f64 = 1.2;
+/// The heartbeat interval assumed when the verifier is off (the default
+/// `heartbeat.interval`).
+const ORPHAN_INTERVAL_DEFAULT: Duration = Duration::from_secs(30);
 /// How long an ended orphan may take to go before its end is submitted
 /// again (the first may have been refused in a view change).
 const ORPHAN_RETRY: Duration = Duration::from_secs(10);
@@ -349,6 +355,11 @@ struct Orphans {
     /// When each peer's link was last seen up (`None`: never since boot).
     last_up: Vec<Option<Instant>>,
     since_boot: Instant,
+    /// How long a link stays down before its node's sessions end.
+    after: Duration,
+    /// The view the clocks above run in: a new view restarts them (a new
+    /// primary has not watched the links of the old view).
+    view: View,
     last_check: Option<Instant>,
     /// Sessions whose end was submitted, and when (submitted again if
     /// still there after `ORPHAN_RETRY`).
@@ -356,20 +367,23 @@ struct Orphans {
 }
 
 impl Orphans {
-    fn new(replicas: u8) -> Self {
+    fn new(replicas: u8, heartbeat: Option<Duration>) -> Self {
+        let interval = heartbeat.unwrap_or(ORPHAN_INTERVAL_DEFAULT);
         Orphans {
             last_up: vec![None; usize::from(replicas)],
             since_boot: Instant::now(),
+            after: interval.mul_f64(ORPHAN_AFTER_INTERVALS),
+            view: View(0),
             last_check: None,
             ending: BTreeMap::new(),
         }
     }
 
-    /// Whether `peer`'s link has been down for `ORPHAN_AFTER` (counting
-    /// from this process's start when it never came up).
+    /// Whether `peer`'s link has been down for `after` (counting from
+    /// this process's start when it never came up).
     fn gone(&self, peer: u8, now: Instant) -> bool {
         let since = self.last_up[usize::from(peer)].unwrap_or(self.since_boot);
-        now.duration_since(since) >= ORPHAN_AFTER
+        now.duration_since(since) >= self.after
     }
 }
 
@@ -389,10 +403,15 @@ impl Task {
     /// own sessions from before this process started that no connection
     /// of it is bound to (it restarted; its clients reconnected), and, on
     /// the leader, the sessions of a node whose link has been down for
-    /// `ORPHAN_AFTER`. Each end is a committed `UnregisterClient`.
+    /// 1.2 heartbeat intervals. Each end is a committed `UnregisterClient`.
     fn end_orphaned_sessions(&mut self) {
         let now = Instant::now();
         let local = self.group.group().replica().id();
+        let view = self.group.group().replica().view();
+        if view != self.orphans.view {
+            self.orphans.view = view;
+            self.orphans.last_up.fill(Some(now));
+        }
         for peer in 0..self.replicas {
             if peer != local && self.connected(peer) {
                 self.orphans.last_up[usize::from(peer)] = Some(now);

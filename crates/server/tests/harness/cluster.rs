@@ -202,6 +202,11 @@ fn relay(from: &mut TcpStream, to: &mut TcpStream, hold: &AtomicBool) {
 /// A cluster whose replica links all pass through `LinkProxy`s: node j
 /// dials node i > j at the proxy `(j, i)` (only the lower id dials).
 pub fn start_cluster_with_proxies() -> (Vec<Node>, BTreeMap<(u8, u8), LinkProxy>) {
+    start_cluster_with_proxies_and("")
+}
+
+/// `start_cluster_with_proxies` with `extra` configuration on every node.
+pub fn start_cluster_with_proxies_and(extra: &str) -> (Vec<Node>, BTreeMap<(u8, u8), LinkProxy>) {
     let ports = reserve_ports();
     let mut proxies = BTreeMap::new();
     for j in 0..NODES {
@@ -214,7 +219,7 @@ pub fn start_cluster_with_proxies() -> (Vec<Node>, BTreeMap<(u8, u8), LinkProxy>
         for i in id + 1..NODES {
             seen[usize::from(i)][4] = proxies[&(id, i)].port;
         }
-        config(&seen, "")
+        config(&seen, extra)
     });
     (nodes, proxies)
 }
