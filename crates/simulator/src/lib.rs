@@ -200,6 +200,10 @@ pub struct Cluster {
     trace: u64,
 }
 
+/// Chance per member and tick that a checkpoint is asked ahead of the
+/// limits (`VsrReplica::checkpoint_now`).
+const CHECKPOINT_ASKED_PER_MILLION: u32 = 5_000;
+
 /// Runs one seed to the end.
 pub fn run(options: Options) -> Result<Report, Failure> {
     let mut cluster = Cluster::new(options);
@@ -328,6 +332,14 @@ impl Cluster {
                 };
                 let actions = member.replica.on_tick();
                 self.execute(id, group, actions, faulty)?;
+                // Now and then a checkpoint is asked ahead of the limits
+                // (as retention asks one before it deletes segments).
+                if self.checkpoints.chance(CHECKPOINT_ASKED_PER_MILLION)
+                    && let Some(member) = self.nodes[usize::from(id)].members.get_mut(&group)
+                {
+                    let actions = member.replica.checkpoint_now();
+                    self.execute(id, group, actions, faulty)?;
+                }
             }
         }
         self.drive_clients(faulty)?;
