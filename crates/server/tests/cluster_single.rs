@@ -157,14 +157,36 @@ async fn given_a_roster_of_one_when_serving_the_sdk_should_commit_alone_and_keep
 }
 
 #[tokio::test]
-async fn given_a_roster_of_one_without_explicit_root_credentials_should_refuse_to_start() {
-    // A cluster node never prints a generated password: the roster of one
-    // asks for the credentials like any cluster node.
+async fn given_a_roster_of_one_without_root_credentials_should_generate_a_password_shown_once() {
+    // As a single node: the password is generated, shown once when the
+    // root user is created, and not again at the next start.
     let workdir = Workdir::new();
     let options = options()
         .without_env("IGGY_ROOT_USERNAME")
         .without_env("IGGY_ROOT_PASSWORD");
-    let (status, output) = harness::run_to_exit(&workdir, &options);
+    let server = TestServer::start(&workdir, &options);
+    let output = harness::output(workdir.path());
+    let marker = "with the generated password '";
+    let at = output.find(marker).expect("the password is shown") + marker.len();
+    let password = &output[at..at + output[at..].find('\'').expect("quoted")];
+    let client = harness::sdk::tcp_client(server.tcp()).await;
+    client.login_user("iggy", password).await.unwrap();
+    drop(client);
+    assert!(server.stop().0.success());
+    let server = TestServer::start(&workdir, &options);
+    let shown = harness::output(workdir.path()).matches(marker).count();
+    assert_eq!(shown, 1, "shown only when created");
+    let client = harness::sdk::tcp_client(server.tcp()).await;
+    client.login_user("iggy", password).await.unwrap();
+
+    // A roster of two still needs them (every node creates the same user).
+    let two = format!(
+        "{ONE_NODE_CLUSTER}tcp_replica = 6\n\n[[cluster.nodes]]\nname = \"solo-1\"\nip = \"127.0.0.1\"\n\
+         replica_id = 1\n\n[cluster.nodes.ports]\ntcp = 1\nhttp = 2\nquic = 3\nwebsocket = 4\n\
+         tcp_replica = 5\n"
+    );
+    let options = options.config_file(&two).arg("--replica-id").arg("0");
+    let (status, output) = harness::run_to_exit(&Workdir::new(), &options);
     assert!(!status.success(), "{output}");
     assert!(
         output.contains("IGGY_ROOT"),

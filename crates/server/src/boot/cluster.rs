@@ -113,6 +113,7 @@ pub fn prepare(
         root: RootUser {
             username: root.username.clone(),
             password_hash,
+            generated_password: root.generated.then(|| root.password.clone()),
         },
         roster_http,
         roster,

@@ -63,7 +63,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
     );
     let config = &loaded.config;
-    let root = root_credentials::resolve(&env, config.cluster.enabled)?;
+    // Every node of a larger cluster must create the same root user; a
+    // roster of one may generate its password, as a single node does.
+    let root = root_credentials::resolve(
+        &env,
+        config.cluster.enabled && config.cluster.nodes.len() > 1,
+    )?;
     let notifier = Notifier::from_env(|name| lookup(&env, name))?;
 
     let data = cwd.join(&config.system.path);

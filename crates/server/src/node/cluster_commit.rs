@@ -104,6 +104,9 @@ pub enum Leader {
 pub struct RootUser {
     pub username: String,
     pub password_hash: String,
+    /// A roster of one may generate the password (as a single node does):
+    /// it is shown once, when the user is created.
+    pub generated_password: Option<String>,
 }
 
 /// Timer lengths in ticks from the configured durations.
@@ -722,7 +725,14 @@ impl Task {
                     permissions: Some(Permissions::root()),
                 },
             };
-            info!(username = %user.username, "creating the cluster's root user");
+            match &user.generated_password {
+                Some(password) => warn!(
+                    "creating the root user '{}' with the generated password '{}'; it is shown \
+                     only this once",
+                    user.username, password
+                ),
+                None => info!(username = %user.username, "creating the cluster's root user"),
+            }
             let (reply, _) = oneshot();
             if self.tx.try_send(Input::Submit(op, reply)).is_err() {
                 fatal("cannot queue the creation of the root user");
