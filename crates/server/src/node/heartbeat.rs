@@ -139,7 +139,9 @@ impl Node {
     /// Cluster mode: a session ended by the group (the leader ended the
     /// sessions of a node it lost, and this is that node, back) no longer
     /// exists, so the connections of this shard still bound to it are
-    /// closed: their clients reconnect and log in again.
+    /// closed: their clients reconnect and log in again. An HTTP session
+    /// has no socket: it leaves this shard's client table, so its next
+    /// write opens a new session.
     pub(super) fn close_connections_of(&self, client: u128) {
         let bound: Vec<u64> = self
             .ctx
@@ -156,6 +158,12 @@ impl Node {
                     "closing a connection whose session the cluster ended"
                 );
                 handle.close();
+            } else if self
+                .client_table
+                .borrow_mut()
+                .unregister(consensus::ClientId(client))
+            {
+                info!(connection_id, "dropped an HTTP session the cluster ended");
             }
         }
     }
