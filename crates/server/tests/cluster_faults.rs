@@ -598,6 +598,24 @@ fn group_members(runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize) 
     })
 }
 
+/// A root client through `tcp` that joined group `g` of `orders`/`t`
+/// (creating the group first when `create`).
+async fn join_group_g(tcp: std::net::SocketAddr, create: bool) -> IggyClient {
+    let client = harness::sdk::root_client(tcp).await;
+    let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
+    if create {
+        client
+            .create_consumer_group(&stream, &topic, "g")
+            .await
+            .unwrap();
+    }
+    client
+        .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
+        .await
+        .unwrap();
+    client
+}
+
 /// Ten-second client heartbeats: a lost node's sessions end after 12 s.
 const HEARTBEAT_10S: &str = "[heartbeat]\ninterval = \"10 s\"\n\n";
 
@@ -611,22 +629,9 @@ fn given_group_members_on_a_killed_leader_when_it_restarts_or_stays_down_should_
 {
     let (mut nodes, leader, runtime) = with_orders(start_cluster(HEARTBEAT_10S));
     let join = |runtime: &tokio::runtime::Runtime, nodes: &[Node], via: usize, create: bool| {
-        runtime.block_on(async {
-            let client = harness::sdk::root_client(tcp_of(nodes, via)).await;
-            let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
-            if create {
-                client
-                    .create_consumer_group(&stream, &topic, "g")
-                    .await
-                    .unwrap();
-            }
-            client
-                .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
-                .await
-                .unwrap();
-            // The session stays open: its connection dies with the node.
-            std::mem::forget(client);
-        })
+        let client = runtime.block_on(join_group_g(tcp_of(nodes, via), create));
+        // The session stays open: its connection dies with the node.
+        std::mem::forget(client);
     };
     runtime.block_on(create_topic_t(tcp_of(&nodes, leader), 2));
     join(&runtime, &nodes, leader, true);
@@ -681,16 +686,7 @@ fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close
     let stopping = stop.clone();
     let member = std::thread::spawn(move || {
         sdk_runtime().block_on(async {
-            let client = harness::sdk::root_client(tcp).await;
-            let (stream, topic) = (harness::sdk::name("orders"), harness::sdk::name("t"));
-            client
-                .create_consumer_group(&stream, &topic, "g")
-                .await
-                .unwrap();
-            client
-                .join_consumer_group(&stream, &topic, &harness::sdk::name("g"))
-                .await
-                .unwrap();
+            let client = join_group_g(tcp, true).await;
             joined_tx.send(()).unwrap();
             while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
                 let _ = client.ping().await;

@@ -70,6 +70,23 @@ impl ClientRegistry {
         self.lock().values().cloned().collect()
     }
 
+    /// The client ids the connections are bound to.
+    pub fn bound_clients(&self) -> std::collections::BTreeSet<u128> {
+        self.lock()
+            .values()
+            .filter_map(|record| record.bound.map(|bound| bound.client))
+            .collect()
+    }
+
+    /// The connections bound to `client`.
+    pub fn bound_to(&self, client: u128) -> Vec<u64> {
+        self.lock()
+            .values()
+            .filter(|record| record.bound.is_some_and(|bound| bound.client == client))
+            .map(|record| record.connection_id)
+            .collect()
+    }
+
     pub fn count(&self) -> usize {
         self.lock().len()
     }

@@ -55,6 +55,9 @@ use super::commit::{CommitResult, broadcast, fatal};
 use super::shard_message::ShardMessage;
 use server::cluster::{LinkConfig, Links, METADATA_GROUP, bind_listener};
 
+mod orphans;
+use orphans::Orphans;
+
 /// The tick of every replica timer (replication spec §5.1).
 pub const TICK: Duration = Duration::from_millis(10);
 /// Submissions queued at most; a full queue answers 57 (retry).
@@ -338,58 +341,6 @@ struct Task {
     orphans: Orphans,
 }
 
-/// How long a peer's link must stay down before the leader ends the
-/// sessions registered on it, in heartbeat intervals (replication spec
-/// §7.4: a session lease not renewed within 1.2 × `heartbeat.interval`
-/// ends). Its clients have reconnected elsewhere by then, and their old
-/// sessions would hold consumer-group partitions.
-const ORPHAN_AFTER_INTERVALS: f64 = 1.2;
-/// The heartbeat interval assumed when the verifier is off (the default
-/// `heartbeat.interval`).
-const ORPHAN_INTERVAL_DEFAULT: Duration = Duration::from_secs(30);
-/// How long an ended orphan may take to go before its end is submitted
-/// again (the first may have been refused in a view change).
-const ORPHAN_RETRY: Duration = Duration::from_secs(10);
-/// How often the sessions are checked for orphans.
-const ORPHAN_CHECK: Duration = Duration::from_secs(1);
-
-/// What `end_orphaned_sessions` tracks between checks.
-struct Orphans {
-    /// When each peer's link was last seen up (`None`: never since boot).
-    last_up: Vec<Option<Instant>>,
-    since_boot: Instant,
-    /// How long a link stays down before its node's sessions end.
-    after: Duration,
-    /// The view the clocks above run in: a new view restarts them (a new
-    /// primary has not watched the links of the old view).
-    view: View,
-    last_check: Option<Instant>,
-    /// Sessions whose end was submitted, and when (submitted again if
-    /// still there after `ORPHAN_RETRY`).
-    ending: BTreeMap<u128, Instant>,
-}
-
-impl Orphans {
-    fn new(replicas: u8, heartbeat: Option<Duration>) -> Self {
-        let interval = heartbeat.unwrap_or(ORPHAN_INTERVAL_DEFAULT);
-        Orphans {
-            last_up: vec![None; usize::from(replicas)],
-            since_boot: Instant::now(),
-            after: interval.mul_f64(ORPHAN_AFTER_INTERVALS),
-            view: View(0),
-            last_check: None,
-            ending: BTreeMap::new(),
-        }
-    }
-
-    /// Whether `peer`'s link has been down for `after` (counting from
-    /// this process's start when it never came up).
-    fn gone(&self, peer: u8, now: Instant) -> bool {
-        let since = self.last_up[usize::from(peer)].unwrap_or(self.since_boot);
-        now.duration_since(since) >= self.after
-    }
-}
-
 /// A session op this node forwarded to the primary of `view`.
 struct Forward {
     view: View,
@@ -401,83 +352,6 @@ struct Forward {
 }
 
 impl Task {
-    /// Ends the sessions no connection holds any more (they would hold
-    /// consumer-group memberships forever): once caught up, this node's
-    /// own sessions from before this process started that no connection
-    /// of it is bound to (it restarted; its clients reconnected), and, on
-    /// the leader, the sessions of a node whose link has been down for
-    /// 1.2 heartbeat intervals. Each end is a committed `UnregisterClient`.
-    fn end_orphaned_sessions(&mut self) {
-        let now = Instant::now();
-        let local = self.group.group().replica().id();
-        let view = self.group.group().replica().view();
-        if view != self.orphans.view {
-            self.orphans.view = view;
-            self.orphans.last_up.fill(Some(now));
-        }
-        for peer in 0..self.replicas {
-            if peer != local && self.connected(peer) {
-                self.orphans.last_up[usize::from(peer)] = Some(now);
-            }
-        }
-        if self
-            .orphans
-            .last_check
-            .is_some_and(|at| now.duration_since(at) < ORPHAN_CHECK)
-        {
-            return;
-        }
-        self.orphans.last_check = Some(now);
-        let replica = self.group.group().replica();
-        let caught_up = replica.status() == consensus::vsr::Status::Normal
-            && replica.commit_min() == replica.head();
-        if !caught_up {
-            return;
-        }
-        let leader = replica.is_primary();
-        let started_at_us = self.node.ctx.started_at_us;
-        let live: std::collections::BTreeSet<u128> = self
-            .node
-            .ctx
-            .clients
-            .all()
-            .iter()
-            .filter_map(|record| record.bound.map(|bound| bound.client))
-            .collect();
-        let state = self.group.state();
-        self.orphans.ending.retain(|client, at| {
-            state.client(engine::metadata::ClientId(*client)).is_some()
-                && now.duration_since(*at) < ORPHAN_RETRY
-        });
-        let orphaned: Vec<u128> = state
-            .clients()
-            .filter(|session| match session.node {
-                Some(node) if node == local => {
-                    session.registered_at_us < started_at_us && !live.contains(&session.id.0)
-                }
-                Some(node) => leader && node < self.replicas && self.orphans.gone(node, now),
-                None => false,
-            })
-            .map(|session| session.id.0)
-            .filter(|client| !self.orphans.ending.contains_key(client))
-            .collect();
-        for client in orphaned {
-            info!(client, "ending a session no connection holds");
-            let op = MetadataOp {
-                timestamp_us: 0,
-                actor: UserId::ROOT,
-                kind: OpKind::UnregisterClient {
-                    client: engine::metadata::ClientId(client),
-                },
-            };
-            let (reply, _) = oneshot();
-            if self.tx.try_send(Input::Submit(op, reply)).is_err() {
-                return; // the queue is full: the next check tries again
-            }
-            self.orphans.ending.insert(client, now);
-        }
-    }
-
     /// Whether the replica link to `peer` is up (this node counts as up).
     fn connected(&self, peer: u8) -> bool {
         let local = self.group.group().replica().id();

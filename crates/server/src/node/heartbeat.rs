@@ -143,15 +143,7 @@ impl Node {
     /// has no socket: it leaves this shard's client table, so its next
     /// write opens a new session.
     pub(super) fn close_connections_of(&self, client: u128) {
-        let bound: Vec<u64> = self
-            .ctx
-            .clients
-            .all()
-            .into_iter()
-            .filter(|record| record.bound.is_some_and(|b| b.client == client))
-            .map(|record| record.connection_id)
-            .collect();
-        for connection_id in bound {
+        for connection_id in self.ctx.clients.bound_to(client) {
             if let Some(handle) = self.liveness.take(connection_id) {
                 info!(
                     connection_id,

@@ -179,6 +179,15 @@ const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// asked its partition group for (retention stops below the last one).
 const CHECKPOINT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Waits until `done` holds, looking every millisecond, for at most
+/// `limit` (what a partition group carries out within a tick or two).
+async fn wait_until(limit: std::time::Duration, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() && std::time::Instant::now() < deadline {
+        compio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -900,12 +909,10 @@ impl OwnedPartition {
             // The group's primary proposes it within a tick; wait (a
             // while) for this node to apply it, so that the purge's
             // answer and the stats after it show the partition empty.
-            let deadline = std::time::Instant::now() + PURGE_WAIT;
-            while self.partition.purge_generation() < generation
-                && std::time::Instant::now() < deadline
-            {
-                compio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
+            wait_until(PURGE_WAIT, || {
+                self.partition.purge_generation() >= generation
+            })
+            .await;
             self.publish_stats();
             if self.partition.purge_generation() < generation {
                 warn!(
@@ -941,12 +948,10 @@ impl OwnedPartition {
             let target = self.partition.committed_end();
             if self.partition.checkpointed_end() < target {
                 replica.request_checkpoint();
-                let deadline = std::time::Instant::now() + CHECKPOINT_WAIT;
-                while self.partition.checkpointed_end() < target
-                    && std::time::Instant::now() < deadline
-                {
-                    compio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
+                wait_until(CHECKPOINT_WAIT, || {
+                    self.partition.checkpointed_end() >= target
+                })
+                .await;
             }
         }
         let deleted = self.partition.delete_segments(count).await?;
