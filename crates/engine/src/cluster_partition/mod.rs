@@ -495,8 +495,9 @@ impl<S: Storage> PartitionMachine<S> {
 
 /// Makes every append so far as durable as the partition's policy asks
 /// before a checkpoint drops the journal's records of them: fsynced under
-/// `persisted`; under `replicated` written to the kernel, whose writeback
-/// (or the segment's seal) makes them durable later. A power loss before
+/// `persisted`; under `replicated` only written (a cluster's segments use
+/// direct I/O, but neither the file's size nor the device's cache is
+/// synced here). A power loss before
 /// that leaves the log below the checkpoint, and the boot refills it from
 /// the peers (`PartitionMachine::restore`, replication spec §4.3).
 async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), StorageError> {

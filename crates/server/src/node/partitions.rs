@@ -228,12 +228,14 @@ impl Node {
             // fsync cheap (see storage's `partition::direct`). A cluster
             // node's segments bypass the page cache too: three nodes each
             // writing every byte fill it past the kernel's dirty limits
-            // and writeback throttles them (cluster_bench, session 14:
+            // and writeback throttles them (cluster_bench, session 15:
             // replicated buffered 138-181 MB/s, p99 27-31 ms, against
             // 387-449, p99 7.6-8.9, direct).
             direct_io,
             // In a cluster the group's journal is fsynced under
-            // `persisted`; the segments are fsynced before a checkpoint.
+            // `persisted`, and so are the segments before a checkpoint
+            // (a `replicated` group's are not: a power-lost tail is
+            // refilled from the peers at boot).
             direct_sync: persisted && self.ctx.cluster.is_none(),
             // In a cluster the offsets come from the group's ops.
             follow_log_end: self.ctx.cluster.is_some(),
