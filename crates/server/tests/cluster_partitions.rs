@@ -367,9 +367,9 @@ fn given_a_partition_recreated_while_a_node_was_down_when_it_returns_should_serv
 
 /// A purge in a cluster: the metadata commits it and each partition's
 /// group carries it out as an op of its own on every node, so the messages
-/// and stored offsets go everywhere; offsets keep growing after it (the
-/// log restarts empty at its end), and a restart of every node neither
-/// brings messages back nor purges again.
+/// and stored offsets go everywhere; offsets restart at 0 after it (storage
+/// spec §6.5), and a restart of every node neither brings messages back nor
+/// purges again.
 #[test]
 fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new_messages() {
     let (mut nodes, leader, runtime) = cluster_with_orders();
@@ -399,7 +399,7 @@ fn given_a_purged_topic_when_every_node_restarts_should_stay_purged_and_keep_new
         .unwrap();
     let after = messages_on_at_least(&runtime, tcp_of(&nodes, leader), 0, 3);
     let offsets: Vec<u64> = after.iter().map(|(offset, _)| *offset).collect();
-    assert_eq!(offsets, [5, 6, 7], "offsets go on from the purged end");
+    assert_eq!(offsets, [0, 1, 2], "offsets restart at 0");
     for node in &mut nodes {
         let (status, _) = node.server.take().unwrap().stop();
         assert!(status.success(), "{status:?}");

@@ -219,13 +219,16 @@ pub enum Message {
     },
     /// A partition replica refilling its log below a checkpoint it
     /// installed → a peer: the committed batches from offset `from` up to
-    /// (not including) `until`, paired with the answer by `nonce`. Not a
-    /// replica message: the node's driver serves it from its segments.
+    /// (not including) `until`, paired with the answer by `nonce`, of the
+    /// log as purge number `generation` left it (offsets restart at every
+    /// purge: a peer of another generation sends none). Not a replica
+    /// message: the node's driver serves it from its segments.
     LogFetch {
         view: View,
         nonce: u64,
         from: u64,
         until: u64,
+        generation: u64,
     },
     /// The answer to a `LogFetch`: the peer's oldest retained offset
     /// (`first`), the end of what it could send (`end`), and whole batch

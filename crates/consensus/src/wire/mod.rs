@@ -53,8 +53,8 @@
 //!                  body = the forwarded op's bytes
 //!  31 ForwardReply (ours)  144 op  152 u32 code (0: committed)  160 group
 //!                  208 incarnation  240 u128>64 nonce
-//!  32 LogFetch (ours)  144 from  152 until  160 group  208 incarnation
-//!                  240 u128>64 nonce
+//!  32 LogFetch (ours)  144 from  152 until  160 group  168 purge generation
+//!                  208 incarnation  240 u128>64 nonce
 //!  33 LogChunk (ours)  144 first  152 end  160 group  208 incarnation
 //!                  240 u128>64 nonce  body = whole batch records
 //! entry record (64 bytes, then its body)
@@ -165,6 +165,8 @@ mod at {
         pub const LOW: usize = 144;
         pub const HIGH: usize = 152;
         pub const GROUP: usize = 160;
+        /// LogFetch only.
+        pub const GENERATION: usize = 168;
     }
     /// Every partition frame but a prepare carries its incarnation here.
     pub const INCARNATION: usize = 208;
@@ -547,11 +549,16 @@ fn put_fields(message: &Message, h: &mut Header) {
             h.put_u32(at::forward::CODE, *code);
         }
         Message::LogFetch {
-            nonce, from, until, ..
+            nonce,
+            from,
+            until,
+            generation,
+            ..
         } => {
             h.put_u128(at::NONCE, u128::from(*nonce));
             h.put_u64(at::log::LOW, *from);
             h.put_u64(at::log::HIGH, *until);
+            h.put_u64(at::log::GENERATION, *generation);
         }
         Message::LogChunk {
             nonce, first, end, ..
@@ -772,6 +779,7 @@ fn decode_message(command: Command, h: &Header, body: &Bytes) -> Result<Message,
             nonce: h.u64_in_u128(at::NONCE, "nonce")?,
             from: h.u64(at::log::LOW),
             until: h.u64(at::log::HIGH),
+            generation: h.u64(at::log::GENERATION),
         },
         Command::LogChunk => Message::LogChunk {
             view,

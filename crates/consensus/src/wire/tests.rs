@@ -185,6 +185,7 @@ fn samples() -> Vec<Frame> {
             nonce: 72,
             from: 1_000,
             until: 2_000,
+            generation: 3,
         },
         Message::LogChunk {
             view,
@@ -716,4 +717,25 @@ fn given_a_log_chunk_when_encoding_should_match_golden_bytes() {
          224: 0000000000000000 0000000000000000 7200000000000000 0000000000000000
          256: 62617463686573",
     );
+}
+
+#[test]
+fn given_a_log_fetch_when_encoding_should_place_each_field_as_the_table_says() {
+    let fetch = partition_frame(Message::LogFetch {
+        view: View(0),
+        nonce: 0x0a0b,
+        from: 0x0102,
+        until: 0x0304,
+        generation: 0x0506,
+    });
+    let bytes = encode(&fetch);
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8"));
+    assert_eq!(bytes[COMMAND_OFFSET], 32);
+    assert_eq!(word(144), 0x0102, "from");
+    assert_eq!(word(152), 0x0304, "until");
+    assert_eq!(word(160), (3 << 32) | (2 << 20) | 1, "group");
+    assert_eq!(word(168), 0x0506, "purge generation");
+    assert_eq!(word(208), 9, "incarnation");
+    assert_eq!(word(240), 0x0a0b, "nonce");
+    assert_eq!(decode(&bytes, MAX).as_ref(), Ok(&fetch));
 }

@@ -11,10 +11,18 @@
 //! append commits its batch; a view change that drops ops cuts their
 //! batches (`PartitionLog::truncate_tail`); at open, a record's batch is
 //! read back from the segment (the journal ends before one the segment
-//! lacks) and a batch no record names is cut. A purge keeps the purged
-//! segments in `purged-<op>/` until a checkpoint covers the purge, since
-//! the journal may still name their batches; retention keeps what the
+//! lacks) and a batch no record names is cut. Retention keeps what the
 //! latest checkpoint does not cover.
+//!
+//! A purge restarts the log at offset 0 (storage spec §6.5). It keeps the
+//! purged segments in `purged-<op>/` until a checkpoint covers it, since
+//! the journal may still name their batches: a record's batch is looked
+//! up in the segments of the nearest purge after its op, else in the log.
+//! An append journaled while a purge is pending (journaled, not applied)
+//! is not held, its offsets belonging to the log the purge starts: its
+//! record keeps the whole body until the purge applies, and the batch is
+//! held then. `purge.op` names the purge that last emptied the log; a
+//! replay after a restart skips the ops below it.
 //!
 //! The primary fixes what must be equal everywhere before it prepares: the
 //! batch's base offset (the end of its log plus the appends in its
@@ -22,7 +30,8 @@
 //! layout, so an append that is prepared always applies. Applying is
 //! idempotent for appends: the segments outlive the group's checkpoint,
 //! so after a restart the journal replays ops the log already holds, and
-//! an append whose base offset is below the log's end is taken as done.
+//! an append whose base offset is below the log's end is taken as done
+//! (one below the last purge carried out is skipped whole).
 //!
 //! ```text
 //! op body (little-endian)
@@ -39,7 +48,9 @@
 //!   0 u64 the log's next offset (the segments must hold everything below)
 //!   8 u32 n, then n stored consumer offsets in key order:
 //!         u8 consumer kind | u32 id | u64 offset        (13 bytes each)
-//!   (a checkpoint of an earlier build ends after the u64: no offsets)
+//!   then u64 purge generation of that log | u64 the checkpoint's op
+//!   (earlier builds' checkpoints end after the offsets, or after the
+//!   first u64)
 //! ```
 //!
 //! State transfer (replication spec §6.5): the checkpoint a replica
@@ -50,14 +61,17 @@
 //! same bytes as theirs); when the peers' retention already dropped the
 //! start of the gap, its log restarts where theirs begin.
 
+mod codec;
+mod fetch;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
-use std::future::Future;
-use std::ops::Range;
+pub use codec::*;
+use codec::{APPEND, append_body, decode_checkpoint, encode_checkpoint};
+pub use fetch::*;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -66,313 +80,12 @@ use consensus::vsr::message::{Entry, Message, ReplicaId};
 use consensus::{ClientId, Op, RequestNumber, View};
 use protocol::ErrorCode;
 use protocol::batch::{BatchHeader, Verify, stamp_record, validate_record};
-use storage::offsets::ConsumerKind;
 use storage::{Offset, Storage, StorageError};
 
-use crate::partition::{ConsumerKey, Partition, PartitionError};
+use crate::partition::{Partition, PartitionError};
 use crate::replicated::{
     Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter, Work,
 };
-
-const APPEND: u8 = 1;
-const STORE_OFFSET: u8 = 2;
-const DELETE_OFFSET: u8 = 3;
-const PURGE: u8 = 4;
-/// Bytes before the batch record in an append's body.
-pub const APPEND_PREFIX: usize = 9;
-
-/// A change of the partition, as a client asked for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Appends the batch record `buffer[range]`.
-    Append {
-        buffer: Vec<u8>,
-        range: Range<usize>,
-    },
-    StoreOffset {
-        consumer: ConsumerKey,
-        offset: Offset,
-    },
-    DeleteOffset {
-        consumer: ConsumerKey,
-    },
-    /// Empties the partition as purge number `generation` (its log
-    /// restarts at its end; stored offsets go).
-    Purge {
-        generation: u64,
-    },
-}
-
-/// What a committed op did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    Appended { base_offset: Offset },
-    Stored { caught_up: bool },
-    Deleted,
-    Purged,
-    Failed(ErrorCode),
-}
-
-impl Applied {
-    pub fn encode(self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12);
-        match self {
-            Applied::Failed(code) => out.extend_from_slice(&(code as u32).to_le_bytes()),
-            Applied::Appended { base_offset } => {
-                out.extend_from_slice(&0u32.to_le_bytes());
-                out.extend_from_slice(&base_offset.0.to_le_bytes());
-            }
-            Applied::Stored { caught_up } => {
-                out.extend_from_slice(&0u32.to_le_bytes());
-                out.push(u8::from(caught_up));
-            }
-            Applied::Deleted | Applied::Purged => out.extend_from_slice(&0u32.to_le_bytes()),
-        }
-        out
-    }
-
-    /// Reads a result back, knowing what was asked.
-    pub fn decode(kind: &Command, bytes: &[u8]) -> Option<Applied> {
-        let (code, rest) = bytes.split_first_chunk::<4>()?;
-        let code = u32::from_le_bytes(*code);
-        if code != 0 {
-            return Some(Applied::Failed(
-                ErrorCode::from_u32(code).unwrap_or(ErrorCode::Error),
-            ));
-        }
-        match kind {
-            Command::Append { .. } => Some(Applied::Appended {
-                base_offset: Offset(u64::from_le_bytes(*rest.first_chunk::<8>()?)),
-            }),
-            Command::StoreOffset { .. } => Some(Applied::Stored {
-                caught_up: *rest.first()? != 0,
-            }),
-            Command::DeleteOffset { .. } => Some(Applied::Deleted),
-            Command::Purge { .. } => Some(Applied::Purged),
-        }
-    }
-}
-
-fn consumer_code(kind: ConsumerKind) -> u8 {
-    match kind {
-        ConsumerKind::Consumer => 1,
-        ConsumerKind::ConsumerGroup => 2,
-    }
-}
-
-fn put_consumer(out: &mut Vec<u8>, consumer: ConsumerKey) {
-    out.push(consumer_code(consumer.0));
-    out.extend_from_slice(&consumer.1.to_le_bytes());
-}
-
-/// The body of an append at `base_offset`.
-/// An append's op body (`encode_append`) made from the request `buffer`
-/// whose `range` is the batch, and where in the returned buffer it starts:
-/// written over the bytes before the batch when there are enough of them
-/// (no copy), else copied.
-fn append_body(mut buffer: Vec<u8>, range: Range<usize>, base_offset: Offset) -> (Vec<u8>, usize) {
-    assert!(range.end <= buffer.len(), "the batch lies in its buffer");
-    let Some(start) = range.start.checked_sub(APPEND_PREFIX) else {
-        return (encode_append(base_offset, &buffer[range]), 0);
-    };
-    buffer[start] = APPEND;
-    buffer[start + 1..range.start].copy_from_slice(&base_offset.0.to_le_bytes());
-    buffer.truncate(range.end);
-    debug_assert!(matches!(
-        decode(&buffer[start..]),
-        Ok(Decoded::Append { base_offset: b, .. }) if b == base_offset
-    ));
-    (buffer, start)
-}
-
-pub fn encode_append(base_offset: Offset, record: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(APPEND_PREFIX + record.len());
-    out.push(APPEND);
-    out.extend_from_slice(&base_offset.0.to_le_bytes());
-    out.extend_from_slice(record);
-    out
-}
-
-pub fn encode_store(consumer: ConsumerKey, offset: Offset) -> Vec<u8> {
-    let mut out = vec![STORE_OFFSET];
-    put_consumer(&mut out, consumer);
-    out.extend_from_slice(&offset.0.to_le_bytes());
-    out
-}
-
-pub fn encode_delete(consumer: ConsumerKey) -> Vec<u8> {
-    let mut out = vec![DELETE_OFFSET];
-    put_consumer(&mut out, consumer);
-    out
-}
-
-pub fn encode_purge(generation: u64) -> Vec<u8> {
-    let mut out = vec![PURGE];
-    out.extend_from_slice(&generation.to_le_bytes());
-    out
-}
-
-/// The body of a command that is not an append (an append's body needs
-/// its base offset, which only the primary knows).
-pub fn encode_command(command: &Command) -> Option<Vec<u8>> {
-    match command {
-        Command::Append { .. } => None,
-        Command::StoreOffset { consumer, offset } => Some(encode_store(*consumer, *offset)),
-        Command::DeleteOffset { consumer } => Some(encode_delete(*consumer)),
-        Command::Purge { generation } => Some(encode_purge(*generation)),
-    }
-}
-
-/// A decoded op body; an append's record is `body[APPEND_PREFIX..]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decoded {
-    Append {
-        base_offset: Offset,
-        messages: u32,
-    },
-    StoreOffset {
-        consumer: ConsumerKey,
-        offset: Offset,
-    },
-    DeleteOffset {
-        consumer: ConsumerKey,
-    },
-    Purge {
-        generation: u64,
-    },
-}
-
-pub fn decode(body: &[u8]) -> Result<Decoded, String> {
-    let fixed = |at: usize, len: usize| {
-        body.get(at..at + len)
-            .ok_or_else(|| format!("op body of {} bytes cut short", body.len()))
-    };
-    let consumer = || -> Result<ConsumerKey, String> {
-        let kind = match fixed(1, 1)?[0] {
-            1 => ConsumerKind::Consumer,
-            2 => ConsumerKind::ConsumerGroup,
-            other => return Err(format!("unknown consumer kind {other}")),
-        };
-        let id = u32::from_le_bytes(fixed(2, 4)?.try_into().expect("4"));
-        Ok((kind, id))
-    };
-    match body.first() {
-        Some(&APPEND) => {
-            let base_offset = Offset(u64::from_le_bytes(fixed(1, 8)?.try_into().expect("8")));
-            let header = BatchHeader::read(&body[APPEND_PREFIX..]).map_err(|e| e.to_string())?;
-            Ok(Decoded::Append {
-                base_offset,
-                messages: header.message_count,
-            })
-        }
-        Some(&STORE_OFFSET) if body.len() == 14 => Ok(Decoded::StoreOffset {
-            consumer: consumer()?,
-            offset: Offset(u64::from_le_bytes(fixed(6, 8)?.try_into().expect("8"))),
-        }),
-        Some(&DELETE_OFFSET) if body.len() == 6 => Ok(Decoded::DeleteOffset {
-            consumer: consumer()?,
-        }),
-        Some(&PURGE) if body.len() == 9 => Ok(Decoded::Purge {
-            generation: u64::from_le_bytes(fixed(1, 8)?.try_into().expect("8")),
-        }),
-        _ => Err(format!("unknown partition op of {} bytes", body.len())),
-    }
-}
-
-/// What a peer answered to a log fetch: its oldest retained offset, the
-/// end of what it sent, and whole batch records from `max(from, first)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetched {
-    pub first: Offset,
-    pub end: Offset,
-    pub records: Vec<u8>,
-}
-
-/// Fetches committed batches `[from, until)` of this partition from the
-/// peers (the node's replica links): it picks the peer, waits, retries,
-/// and fails only once it gives up.
-pub type LogSource =
-    Rc<dyn Fn(Offset, Offset) -> Pin<Box<dyn Future<Output = Result<Fetched, String>>>>>;
-
-/// A peer's answer to a log fetch from this replica's segments: whole
-/// committed batches from `from` (at most about `max_bytes`, at least one
-/// batch), none reaching `until`. Everything in the segments is committed:
-/// a replica appends only what it applies.
-pub async fn serve_fetch<S: Storage>(
-    partition: &Partition<S>,
-    from: Offset,
-    until: Offset,
-    max_bytes: u64,
-) -> Result<Fetched, PartitionError> {
-    let log = partition.log();
-    let end_of_log = partition.committed_end();
-    let first = log.first_offset().unwrap_or(end_of_log);
-    let mut fetched = Fetched {
-        first,
-        end: from.max(first),
-        records: Vec::new(),
-    };
-    if fetched.end >= until.min(end_of_log) {
-        return Ok(fetched);
-    }
-    for record in log.read(fetched.end, u32::MAX, max_bytes).await? {
-        let end = record.first_offset.plus(u64::from(record.count));
-        if end > until.min(end_of_log) || record.first_offset != fetched.end {
-            break;
-        }
-        fetched.records.extend_from_slice(&record.header);
-        fetched.records.extend_from_slice(record.frame_bytes());
-        fetched.end = end;
-    }
-    Ok(fetched)
-}
-
-/// The checkpoint state: the log's end and the stored offsets.
-fn encode_checkpoint(next: Offset, offsets: &[(ConsumerKey, Offset)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12 + offsets.len() * 13);
-    out.extend_from_slice(&next.0.to_le_bytes());
-    let count = u32::try_from(offsets.len()).expect("offsets fit a u32");
-    out.extend_from_slice(&count.to_le_bytes());
-    for &(consumer, offset) in offsets {
-        put_consumer(&mut out, consumer);
-        out.extend_from_slice(&offset.0.to_le_bytes());
-    }
-    out
-}
-
-/// A checkpoint's state: the log's end, and its offsets unless it was
-/// written by a build that did not keep them.
-type Checkpoint = (Offset, Option<Vec<(ConsumerKey, Offset)>>);
-
-fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, String> {
-    let cut = || format!("a partition checkpoint of {} bytes cut short", bytes.len());
-    let (next, rest) = bytes.split_first_chunk::<8>().ok_or_else(cut)?;
-    let next = Offset(u64::from_le_bytes(*next));
-    if rest.is_empty() {
-        return Ok((next, None));
-    }
-    let (count, mut rest) = rest.split_first_chunk::<4>().ok_or_else(cut)?;
-    let count = u32::from_le_bytes(*count) as usize;
-    if rest.len() != count * 13 {
-        return Err(format!(
-            "a partition checkpoint announces {count} offsets in {} bytes",
-            rest.len()
-        ));
-    }
-    let mut offsets = Vec::with_capacity(count);
-    while let Some((row, tail)) = rest.split_first_chunk::<13>() {
-        let kind = match row[0] {
-            1 => ConsumerKind::Consumer,
-            2 => ConsumerKind::ConsumerGroup,
-            other => return Err(format!("unknown consumer kind {other} in a checkpoint")),
-        };
-        let id = u32::from_le_bytes(row[1..5].try_into().expect("4"));
-        let offset = Offset(u64::from_le_bytes(row[5..13].try_into().expect("8")));
-        offsets.push(((kind, id), offset));
-        rest = tail;
-    }
-    Ok((next, Some(offsets)))
-}
 
 /// Appends applied between background syncs of a `persisted` partition's
 /// segments, so that a checkpoint (which fsyncs them first) never meets a
@@ -390,8 +103,19 @@ pub struct PartitionMachine<S: Storage> {
     /// The log's end after each journaled append not yet applied, by op
     /// (its batch is held in the segment: `hold_body`).
     held: BTreeMap<Op, Offset>,
-    /// The committed end the latest checkpoint's state recorded.
-    snapshot_end: std::cell::Cell<Offset>,
+    /// Purges journaled and not applied yet: the log restarts at 0 when
+    /// one applies, so no batch journaled behind one is held before it
+    /// applies.
+    pending_purges: BTreeSet<Op>,
+    /// Appends journaled whole (behind a pending purge, or behind another
+    /// such append), not applied yet: their base offset, timestamp and
+    /// batch. Once no purge is pending they are held in order.
+    unheld: BTreeMap<Op, (Offset, u64, Bytes)>,
+    /// The op applied last (a checkpoint's state names it).
+    applied: Op,
+    /// The committed end the latest checkpoint's state recorded, and the
+    /// purge generation of that log.
+    snapshot_end: std::cell::Cell<(Offset, u64)>,
     /// At boot the checkpoint's end lay above this log (a `replicated`
     /// topic's segments are not fsynced before a checkpoint, so a power
     /// loss can take their tail): the log is refilled from the peers up to
@@ -467,6 +191,35 @@ impl<S: Storage> PartitionMachine<S> {
         Ok(())
     }
 
+    /// Keeps an append's batch out of the log until no purge is pending
+    /// (`hold_unheld`); its journal record holds it whole meanwhile.
+    fn keep_unheld(&mut self, entry: &Entry, base_offset: Offset) {
+        let record = entry.body.slice(APPEND_PREFIX..);
+        self.unheld
+            .insert(entry.op, (base_offset, entry.timestamp_us, record));
+    }
+
+    /// No purge is pending any more: the appends journaled behind one go
+    /// to the log in op order, held as `hold_body` would have held them.
+    async fn hold_unheld(&mut self) {
+        for (op, (base_offset, timestamp_us, record)) in std::mem::take(&mut self.unheld) {
+            let messages = BatchHeader::read(&record).map_or(0, |h| u64::from(h.message_count));
+            if let Err(e) = self
+                .partition
+                .hold_append(record, base_offset, timestamp_us)
+                .await
+            {
+                // The journal holds the batch whole: applying it writes it.
+                tracing::warn!(
+                    op = op.0,
+                    "cannot hold a batch journaled behind a purge: {e}"
+                );
+                return;
+            }
+            self.held.insert(op, base_offset.plus(messages));
+        }
+    }
+
     async fn apply_append(&self, entry: &Entry, base_offset: Offset) -> Applied {
         loop {
             let applied = self
@@ -505,6 +258,23 @@ async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), Stora
         .flush(partition.is_persisted())
         .await
         .map_err(partition_storage)
+}
+
+/// What an op below a purge this replica already carried out answers at
+/// a replay (its effect is gone with the purge).
+fn skipped(decoded: Decoded) -> Applied {
+    match decoded {
+        Decoded::Append { base_offset, .. } => Applied::Appended { base_offset },
+        Decoded::StoreOffset { .. } => Applied::Stored { caught_up: false },
+        Decoded::DeleteOffset { .. } => Applied::Deleted,
+        Decoded::Purge { .. } => Applied::Purged,
+    }
+}
+
+/// The op of the purge whose segments `dir` (a `purged_dir`) keeps.
+fn purge_op_of(dir: &Path) -> Option<Op> {
+    let name = dir.file_name()?.to_str()?;
+    name.strip_prefix(PURGED_PREFIX)?.parse().ok().map(Op)
 }
 
 /// Where a purge at `op` keeps the purged segments until a checkpoint
@@ -561,6 +331,20 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         {
             held.remove();
         }
+        while let Some(unheld) = self.unheld.first_entry()
+            && *unheld.key() <= entry.op
+        {
+            unheld.remove();
+        }
+        self.applied = entry.op;
+        self.pending_purges = self.pending_purges.split_off(&entry.op.next());
+        if entry.op < self.partition.purge_op() {
+            // A replay after a restart: a later purge this replica already
+            // carried out took what this op did (and that purge is still
+            // pending here, so nothing unheld is held yet).
+            debug_assert!(!self.pending_purges.is_empty() || self.unheld.is_empty());
+            return skipped(decoded).encode();
+        }
         let applied = match decoded {
             Decoded::Append { base_offset, .. } => {
                 let applied = self.apply_append(entry, base_offset).await;
@@ -586,14 +370,20 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
                     Err(e) => panic!("cannot apply committed offset store {}: {e}", entry.op),
                 }
             }
-            Decoded::Purge { generation } => match self
-                .partition
-                .apply_purge(generation, &purged_dir(self.partition.dir(), entry.op))
-                .await
-            {
-                Ok(_) => Applied::Purged,
-                Err(e) => panic!("cannot apply committed purge {}: {e}", entry.op),
-            },
+            Decoded::Purge { generation } => {
+                let aside = purged_dir(self.partition.dir(), entry.op);
+                if let Err(e) = self
+                    .partition
+                    .apply_purge(generation, entry.op, &aside)
+                    .await
+                {
+                    panic!("cannot apply committed purge {}: {e}", entry.op);
+                }
+                if self.pending_purges.is_empty() {
+                    self.hold_unheld().await;
+                }
+                Applied::Purged
+            }
             Decoded::DeleteOffset { consumer } => {
                 match self.partition.apply_delete_offset(consumer).await {
                     Ok(()) => Applied::Deleted,
@@ -611,13 +401,23 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     /// (the segment is the op's log); the journal keeps the op's kind and
     /// base offset, the first `APPEND_PREFIX` bytes.
     async fn hold_body(&mut self, entry: &Entry) -> Result<Option<usize>, StorageError> {
-        let Ok(Decoded::Append {
-            base_offset,
-            messages,
-        }) = decode(&entry.body)
-        else {
-            return Ok(None);
+        let (base_offset, messages) = match decode(&entry.body) {
+            Ok(Decoded::Append {
+                base_offset,
+                messages,
+            }) => (base_offset, messages),
+            Ok(Decoded::Purge { .. }) => {
+                self.pending_purges.insert(entry.op);
+                return Ok(None);
+            }
+            _ => return Ok(None),
         };
+        if !self.pending_purges.is_empty() || !self.unheld.is_empty() {
+            // Its offsets follow a purge not applied yet (or a batch not
+            // in the log yet): the journal keeps it whole until then.
+            self.keep_unheld(entry, base_offset);
+            return Ok(None);
+        }
         self.partition
             .hold_append(
                 entry.body.slice(APPEND_PREFIX..),
@@ -655,9 +455,10 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
             return Ok(None);
         }
         let aside = purged_dirs(self.partition.storage(), self.partition.dir(), None).await?;
+        let nearest = aside.iter().find(|dir| purge_op_of(dir) > Some(entry.op));
         let Some(record) = self
             .partition
-            .held_batch(base_offset, &aside)
+            .held_batch(base_offset, nearest.map(|dir| dir.as_path()))
             .await
             .map_err(partition_storage)?
         else {
@@ -677,6 +478,8 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         let kept = self.held.range(..=after).next_back().map(|(_, end)| *end);
         let keep_end = kept.unwrap_or_else(|| self.partition.committed_end());
         self.held.split_off(&after.next());
+        self.pending_purges.split_off(&after.next());
+        self.unheld.split_off(&after.next());
         self.partition
             .cut_held(keep_end)
             .await
@@ -686,7 +489,12 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     /// Retention may now take what the checkpoint covers, and the purged
     /// segments kept for the journal's older records go.
     async fn checkpointed(&mut self, op: Op) -> Result<(), StorageError> {
-        self.partition.set_checkpointed_end(self.snapshot_end.get());
+        let (end, generation) = self.snapshot_end.get();
+        // A purge applied since the snapshot restarted the log: the
+        // checkpoint covers none of the new one.
+        if generation == self.partition.purge_generation() {
+            self.partition.set_checkpointed_end(end);
+        }
         let (storage, dir) = (self.partition.storage(), self.partition.dir());
         for purged in purged_dirs(storage, dir, Some(op)).await? {
             if let Err(e) = storage.remove_dir_all(&purged).await {
@@ -706,15 +514,67 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        self.snapshot_end.set(self.partition.committed_end());
+        let generation = self.partition.purge_generation();
+        self.snapshot_end
+            .set((self.partition.committed_end(), generation));
         encode_checkpoint(
             self.partition.committed_end(),
             &self.partition.consumer_offsets(),
+            CheckpointPurge {
+                generation,
+                op: self.applied,
+            },
         )
     }
 
+    fn journaled_whole(&mut self, entry: &Entry) {
+        match decode(&entry.body) {
+            Ok(Decoded::Purge { .. }) => {
+                self.pending_purges.insert(entry.op);
+            }
+            Ok(Decoded::Append { base_offset, .. }) => self.keep_unheld(entry, base_offset),
+            _ => {}
+        }
+    }
+
     async fn restore(&mut self, bytes: &[u8], from: Restore) -> Result<(), String> {
-        let (next, offsets) = decode_checkpoint(bytes)?;
+        let (next, offsets, purge) = decode_checkpoint(bytes)?;
+        if let Some(purge) = purge {
+            self.applied = purge.op;
+        }
+        if from == Restore::Boot
+            && let Some(purge) = purge
+            && self.partition.purge_op() > purge.op
+        {
+            // A purge after the checkpoint emptied this log, whose end the
+            // checkpoint's no longer describes: the replay goes on from the
+            // restarted log.
+            self.partition.restore_committed_end(Offset::ZERO);
+            return Ok(());
+        }
+        if from == Restore::Transfer
+            && let Some(purge) = purge
+        {
+            let local = self.partition.purge_generation();
+            if purge.generation < local {
+                return Err(format!(
+                    "a transferred checkpoint of purge generation {} is older than this \
+                     replica's {local}",
+                    purge.generation
+                ));
+            }
+            if purge.generation > local {
+                // This replica missed a purge the checkpoint carries out:
+                // its log restarts for the peers' batches.
+                self.held.clear();
+                self.pending_purges.clear();
+                self.unheld.clear();
+                self.partition
+                    .purge_for_transfer(purge.generation, purge.op)
+                    .await
+                    .map_err(|e| format!("carrying out a transferred purge: {e}"))?;
+            }
+        }
         if from == Restore::Transfer {
             // What this replica held above its commit point may differ
             // from the history the checkpoint carries: it goes first.
@@ -816,7 +676,10 @@ impl<S: Storage> ReplicatedPartition<S> {
             unsynced: 0,
             source: None,
             held: BTreeMap::new(),
-            snapshot_end: std::cell::Cell::new(Offset::ZERO),
+            pending_purges: BTreeSet::new(),
+            unheld: BTreeMap::new(),
+            applied: Op::ZERO,
+            snapshot_end: std::cell::Cell::new((Offset::ZERO, 0)),
             boot_gap: None,
         };
         let mut group = if created {
@@ -899,23 +762,30 @@ impl<S: Storage> ReplicatedPartition<S> {
         self.submitter.client()
     }
 
-    /// Where the next append starts: after the newest append in the
-    /// pipeline, or at the end of the applied log.
+    /// Where the next append starts: the applied log's end, moved on by
+    /// the pipeline's ops in order (an append ends it; a purge of a newer
+    /// generation restarts it at 0, as applying it will).
     fn head_offset(&self) -> Offset {
         let replica = self.group.replica();
-        let mut op = replica.head();
-        while op > replica.commit_min() {
+        let mut next = self.partition.committed_end();
+        let mut generation = self.partition.purge_generation();
+        let mut op = replica.commit_min().next();
+        while op <= replica.head() {
             let entry = replica.entry(op).expect("the log holds its pipeline");
-            if let Ok(Decoded::Append {
-                base_offset,
-                messages,
-            }) = decode(&entry.body)
-            {
-                return base_offset.plus(u64::from(messages));
+            match decode(&entry.body) {
+                Ok(Decoded::Append {
+                    base_offset,
+                    messages,
+                }) => next = base_offset.plus(u64::from(messages)),
+                Ok(Decoded::Purge { generation: g }) if g > generation => {
+                    generation = g;
+                    next = Offset::ZERO;
+                }
+                _ => {}
             }
-            op = Op(op.0 - 1);
+            op = op.next();
         }
-        self.partition.log().next_offset()
+        next
     }
 
     /// Submits a change at `now_us` (the primary stamps and prepares it).

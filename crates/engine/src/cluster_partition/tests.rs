@@ -17,6 +17,9 @@ use super::*;
 use crate::metadata::topic::options::Durability;
 use crate::partition::{PartitionOptions, PollRequest, PollStart};
 use crate::replicated::net::{Member, Net, placement};
+use storage::offsets::ConsumerKind;
+
+mod purge;
 
 impl<S: Storage> Member for ReplicatedPartition<S> {
     async fn message(&mut self, from: ReplicaId, message: Message) -> Vec<Effect> {
@@ -130,7 +133,8 @@ impl Cluster {
                 counted.set(counted.get() + 1);
                 Box::pin(async move {
                     // A small chunk, so the refill takes several fetches.
-                    serve_fetch(&peer, from, until, 600)
+                    let generation = peer.purge_generation();
+                    serve_fetch(&peer, from, until, 600, generation)
                         .await
                         .map_err(|e| e.to_string())
                 })
@@ -558,55 +562,6 @@ async fn given_a_peer_whose_retention_dropped_the_start_when_refilling_should_re
     );
 }
 
-#[compio::test]
-async fn given_a_purge_op_when_committed_should_empty_every_replica_and_keep_offsets_growing() {
-    let mut cluster = Cluster::start().await;
-    for tag in 1..=3 {
-        cluster.append(tag, 3).await.expect("committed");
-    }
-    let stored = cluster
-        .submit(Command::StoreOffset {
-            consumer: (ConsumerKind::Consumer, 4),
-            offset: Offset(5),
-        })
-        .await;
-    assert_eq!(stored, Some(Applied::Stored { caught_up: true }));
-    let purged = cluster.submit(Command::Purge { generation: 1 }).await;
-    assert_eq!(purged, Some(Applied::Purged));
-    cluster.net.tick(10).await;
-    for id in 0..3 {
-        let partition = cluster.net.node(id).partition();
-        assert!(
-            cluster.messages(id).await.is_empty(),
-            "replica {id} is empty"
-        );
-        assert!(partition.consumer_offsets().is_empty());
-        assert_eq!(partition.purge_generation(), 1);
-        assert_eq!(partition.log().next_offset(), Offset(9), "offsets go on");
-    }
-    // The same generation again changes nothing; a new append goes on
-    // from the end.
-    let again = cluster.submit(Command::Purge { generation: 1 }).await;
-    assert_eq!(again, Some(Applied::Purged));
-    let applied = cluster.append(7, 2).await;
-    assert_eq!(
-        applied,
-        Some(Applied::Appended {
-            base_offset: Offset(9)
-        })
-    );
-    // A backup restarted replays its journal across the purge: nothing
-    // comes back, nothing doubles.
-    let backup = (cluster.net.primary() + 1) % 3;
-    cluster.net.nodes[usize::from(backup)] = None;
-    cluster.open(backup).await;
-    cluster.net.tick(200).await;
-    let primary = cluster.net.primary();
-    let expected = cluster.messages(primary).await;
-    assert_eq!(expected.len(), 1);
-    assert_eq!(cluster.messages(backup).await, expected);
-}
-
 impl Cluster {
     /// Prepares `command` on replica `id` (its primary) and queues the
     /// frames, without delivering them.
@@ -756,85 +711,6 @@ async fn given_a_restart_with_held_batches_and_an_orphan_when_replayed_should_se
         [0, 2, 4, 6]
     );
     assert_eq!(cluster.messages(backup).await, expected);
-}
-
-/// A backup journals the append prepared right behind a purge before it
-/// applies the purge: the purge empties the log, the held batch stays.
-#[compio::test]
-async fn given_an_append_prepared_behind_a_purge_when_both_commit_should_keep_it_everywhere() {
-    let mut cluster = Cluster::start().await;
-    cluster.submit(append(1, 3)).await.expect("committed");
-    let primary = cluster.net.primary();
-    cluster
-        .prepare_on(primary, Command::Purge { generation: 1 })
-        .await;
-    cluster.prepare_on(primary, append(2, 2)).await;
-    cluster.net.deliver().await;
-    cluster.net.tick(20).await;
-    for id in 0..3 {
-        let messages = cluster.messages(id).await;
-        assert_eq!(
-            messages.iter().map(|m| m.0).collect::<Vec<_>>(),
-            [3],
-            "replica {id}: the purge emptied the log, the later append is kept"
-        );
-    }
-}
-
-/// A restart after a purge and before any checkpoint covers it: the
-/// journal's records of the purged appends keep only their heads, and
-/// their batches come from the segments the purge kept aside; the first
-/// checkpoint past the purge removes those.
-#[compio::test]
-async fn given_a_restart_after_a_purge_before_a_checkpoint_when_replayed_should_keep_the_purge() {
-    let mut cluster = Cluster::start_checkpointing_every(1000).await;
-    for tag in 1..=3 {
-        cluster.submit(append(tag, 2)).await.expect("committed");
-    }
-    let purged = cluster.submit(Command::Purge { generation: 1 }).await;
-    assert_eq!(purged, Some(Applied::Purged));
-    cluster.submit(append(4, 3)).await.expect("committed");
-    cluster.net.tick(10).await;
-    let aside = |cluster: &Cluster, id: u8| {
-        cluster.net.storages[usize::from(id)]
-            .files()
-            .into_iter()
-            .filter(|path| path.to_string_lossy().contains("/purged-"))
-            .count()
-    };
-    for id in 0..3 {
-        assert!(
-            aside(&cluster, id) > 0,
-            "replica {id} keeps the purged segments aside"
-        );
-        cluster.net.nodes[usize::from(id)] = None;
-    }
-    for id in 0..3 {
-        cluster.open(id).await;
-        // Before the group commits again, the log past the purge is held:
-        // a poll from below the log's start serves none of it.
-        assert_eq!(
-            cluster
-                .messages_from(id, PollStart::Offset(Offset(0)))
-                .await,
-            [],
-            "replica {id} serves nothing above its restored commit point"
-        );
-    }
-    cluster.net.tick(300).await;
-    let primary = cluster.net.primary();
-    let expected = cluster.messages(primary).await;
-    assert_eq!(expected.iter().map(|m| m.0).collect::<Vec<_>>(), [6]);
-    assert_eq!(
-        cluster
-            .messages_from(primary, PollStart::Offset(Offset(0)))
-            .await,
-        expected,
-        "a poll from below the log's start begins at it"
-    );
-    for id in 0..3 {
-        assert_eq!(cluster.messages(id).await, expected, "replica {id}");
-    }
 }
 
 /// A checkpoint written beside a group holds its segments' I/O while it

@@ -135,6 +135,9 @@ pub struct Partition<S: Storage> {
     /// records keep only their heads), so retention keeps them.
     checkpointed_end: Cell<Offset>,
     purge_generation: Cell<u64>,
+    /// Cluster mode: the op of the group's purge that last emptied the log
+    /// (`purge.op`): a replay skips the ops below it.
+    purge_op: Cell<u64>,
     /// This partition's consensus group: op numbering and commit order.
     group: PartitionGroup<S>,
 }
@@ -159,6 +162,7 @@ impl<S: Storage> Partition<S> {
             .map(|o| ((o.kind, o.id), o.offset))
             .collect();
         let recorded = purge_gen::load(&storage, dir).await;
+        let purge_op = purge_gen::load_op(&storage, dir).await?;
         let acknowledgement = match options.durability {
             Durability::Persisted => consensus::Durability::Synced,
             Durability::Replicated => consensus::Durability::Written,
@@ -180,6 +184,7 @@ impl<S: Storage> Partition<S> {
             offset_durability: options.offset_durability,
             replicated_by_group: options.replicated_by_group,
             purge_generation: Cell::new(recorded),
+            purge_op: Cell::new(purge_op),
         };
         let purge_completed = recorded < committed_purge_generation;
         if purge_completed {
@@ -237,6 +242,12 @@ impl<S: Storage> Partition<S> {
 
     pub fn purge_generation(&self) -> u64 {
         self.purge_generation.get()
+    }
+
+    /// Cluster mode: the op of the group's purge that last emptied the log
+    /// (0 when none did); the ops below it were purged.
+    pub fn purge_op(&self) -> consensus::Op {
+        consensus::Op(self.purge_op.get())
     }
 
     /// Appends the batch record at `buffer[range]` and returns once the
@@ -394,17 +405,17 @@ impl<S: Storage> Partition<S> {
     }
 
     /// Cluster mode: the whole stored batch that starts at `base_offset`
-    /// (held or committed), if the log has it, or else the log in one of
-    /// the directories `aside` (purged segments) has it.
+    /// (held or committed). `aside`: the purged segments of the nearest
+    /// purge after the batch's op, if one ran: they hold it (offsets
+    /// restart at every purge, so the log may hold another batch at that
+    /// offset), unless a crash stopped that purge before it moved the
+    /// batch's segment, which the log then still holds.
     pub async fn held_batch(
         &self,
         base_offset: Offset,
-        aside: &[PathBuf],
+        aside: Option<&Path>,
     ) -> Result<Option<bytes::Bytes>> {
-        if base_offset >= self.log.start_offset() {
-            return batch_at(&self.log, base_offset).await;
-        }
-        for dir in aside {
+        if let Some(dir) = aside {
             let options = LogOptions {
                 follow_log_end: true,
                 ..LogOptions::default()
@@ -414,7 +425,7 @@ impl<S: Storage> Partition<S> {
                 return Ok(Some(batch));
             }
         }
-        Ok(None)
+        batch_at(&self.log, base_offset).await
     }
 
     pub fn storage(&self) -> &S {
@@ -707,56 +718,72 @@ impl<S: Storage> Partition<S> {
         self.purge_from(generation, Offset::ZERO, None).await
     }
 
-    /// Cluster mode: purge number `generation` as a committed op of the
-    /// partition's group. The log restarts empty at its end, so offsets
-    /// keep growing and the appends a journal replays after a restart are
-    /// still recognised as applied; a generation already carried out is a
-    /// no-op (returns false).
-    pub async fn apply_purge(&self, generation: u64, aside: &Path) -> Result<bool> {
+    /// Cluster mode: purge number `generation` as the committed op `op` of
+    /// the partition's group: the log restarts empty at offset 0 (storage
+    /// spec §6.5), its segments kept in `aside` while the journal may still
+    /// name their batches, and the stored offsets go. A generation already
+    /// carried out is a no-op (returns false).
+    pub async fn apply_purge(
+        &self,
+        generation: u64,
+        op: consensus::Op,
+        aside: &Path,
+    ) -> Result<bool> {
         if generation <= self.purge_generation.get() {
             return Ok(false);
         }
-        // Batches held for later ops (a backup journals the next prepares
-        // before it applies this one) outlive the purge: the log restarts
-        // at the committed end and takes them again.
-        let end = self.committed_end.get();
-        let held = if self.log.next_offset() > end {
-            self.log.read(end, u32::MAX, u64::MAX).await?
-        } else {
-            Vec::new()
-        };
-        self.purge_from(generation, end, Some(aside)).await?;
-        for record in held {
-            assert_eq!(
-                record.first_offset,
-                self.log.next_offset(),
-                "held batches follow on"
-            );
-            let timestamp =
-                protocol::batch::BatchHeader::read(&record.header).map_or(0, |h| h.base_timestamp);
-            self.hold_append(
-                bytes::Bytes::from(record.to_record()),
-                record.first_offset,
-                timestamp,
-            )
+        // Precondition: nothing is held above the committed end (the group
+        // holds no batch of an op journaled behind an unapplied purge).
+        assert_eq!(
+            self.log.next_offset(),
+            self.committed_end.get(),
+            "no batch is held across a purge"
+        );
+        assert!(op.0 > self.purge_op.get(), "purge ops only go up");
+        self.purge_from(generation, Offset::ZERO, Some((aside, op)))
             .await?;
-        }
         Ok(true)
     }
 
-    async fn purge_from(&self, generation: u64, start: Offset, aside: Option<&Path>) -> Result<()> {
+    /// Cluster mode: a checkpoint installed from a peer was taken after
+    /// purge number `generation` (at or below the checkpoint's `op`), which
+    /// this replica missed: its log restarts empty at 0 for the peers'
+    /// batches to refill, and its offsets go.
+    pub async fn purge_for_transfer(&self, generation: u64, op: consensus::Op) -> Result<()> {
+        assert!(generation > self.purge_generation.get(), "a missed purge");
+        self.log.purge().await?;
+        self.purge_bookkeeping(generation, Some(op)).await
+    }
+
+    async fn purge_from(
+        &self,
+        generation: u64,
+        start: Offset,
+        group_op: Option<(&Path, consensus::Op)>,
+    ) -> Result<()> {
         assert!(
             generation >= self.purge_generation.get(),
             "purge generations never go back"
         );
-        match aside {
-            Some(aside) => self.log.restart_at_aside(start, aside).await?,
-            None if start == Offset::ZERO => self.log.purge().await?,
+        match group_op {
+            Some((aside, _)) => self.log.restart_at_aside(start, aside).await?,
             None => self.log.restart_at(start).await?,
         }
+        self.purge_bookkeeping(generation, group_op.map(|(_, op)| op))
+            .await
+    }
+
+    /// After the log restarted: the offsets go, then `purge.op` (cluster
+    /// mode) and last `purge.gen` are recorded, so that a crash before
+    /// either makes the next boot (or the replayed op) purge again.
+    async fn purge_bookkeeping(&self, generation: u64, op: Option<consensus::Op>) -> Result<()> {
         self.offsets.borrow_mut().clear();
         self.served.borrow_mut().clear();
         self.offsets_store.delete_all().await?;
+        if let Some(op) = op {
+            purge_gen::store_op(&self.storage, &self.dir, op.0).await?;
+            self.purge_op.set(op.0);
+        }
         purge_gen::store(&self.storage, &self.dir, generation).await?;
         self.purge_generation.set(generation);
         assert_eq!(self.log.last_offset(), None, "a purged log is empty");

@@ -90,6 +90,9 @@ pub trait StateMachine: Sized {
     async fn hold_body(&mut self, _entry: &Entry) -> Result<Option<usize>, StorageError> {
         Ok(None)
     }
+    /// At open: a journaled entry whose record kept its whole body (the
+    /// machine did not hold it), in op order, before any replay applies.
+    fn journaled_whole(&mut self, _entry: &Entry) {}
     /// Makes every body held so far as durable as the journal's sync makes
     /// its records: on disk with `fsync`, else at least in the kernel.
     async fn sync_held(&mut self, _fsync: bool) -> Result<(), StorageError> {
@@ -142,6 +145,8 @@ async fn held_bodies<M: StateMachine>(
             if entry.body.len() != len || !entry.is_sound() {
                 break;
             }
+        } else {
+            machine.journaled_whole(&entry);
         }
         entries.push(entry);
     }

@@ -148,6 +148,21 @@ impl<S: Storage> PartitionLog<S> {
             for extension in [LOG_EXTENSION, INDEX_EXTENSION] {
                 let path = segment_path(dir, old_start, extension);
                 match aside {
+                    // A file the directory already holds was moved there
+                    // by this same restart before a crash: the one here is
+                    // the empty segment that restart began with, not a
+                    // purged batch, so it goes.
+                    Some(aside)
+                        if storage
+                            .exists(&segment_path(aside, old_start, extension))
+                            .await
+                            .map_err(io_error("look for a purged segment file", aside))? =>
+                    {
+                        storage
+                            .remove_file(&path)
+                            .await
+                            .map_err(io_error("remove a restarted segment file", &path))?;
+                    }
                     Some(aside) => {
                         let to = segment_path(aside, old_start, extension);
                         storage

@@ -61,11 +61,18 @@ impl Fetch {
 
     /// A peer asks for committed batches: answered from the segments by
     /// a task of its own.
-    pub(super) fn serve(&self, peer: ReplicaId, nonce: u64, from: Offset, until: Offset) {
+    pub(super) fn serve(
+        &self,
+        peer: ReplicaId,
+        nonce: u64,
+        from: Offset,
+        until: Offset,
+        generation: u64,
+    ) {
         let (shared, partition) = (self.shared.clone(), self.partition.clone());
         let (ns, incarnation) = (self.ns, self.incarnation);
         compio::runtime::spawn(async move {
-            match serve_fetch(&partition, from, until, FETCH_CHUNK_BYTES).await {
+            match serve_fetch(&partition, from, until, FETCH_CHUNK_BYTES, generation).await {
                 Ok(fetched) => {
                     let chunk = Message::LogChunk {
                         view: View(0),
@@ -102,6 +109,7 @@ impl Fetch {
             nonce,
             from: from.0,
             until: until.0,
+            generation: self.partition.purge_generation(),
         };
         self.shared.send(peer, self.ns, self.incarnation, fetch);
         let answer = compio::time::timeout(FETCH_TIMEOUT, rx).await;

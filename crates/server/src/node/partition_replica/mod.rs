@@ -286,8 +286,13 @@ impl PartitionReplica {
                 nonce,
                 from: at,
                 until,
+                generation,
                 ..
-            } => return self.fetch.serve(from, nonce, Offset(at), Offset(until)),
+            } => {
+                return self
+                    .fetch
+                    .serve(from, nonce, Offset(at), Offset(until), generation);
+            }
             Message::LogChunk {
                 nonce,
                 first,

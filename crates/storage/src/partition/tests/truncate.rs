@@ -174,3 +174,33 @@ async fn given_a_lost_unsynced_tail_below_a_newer_segment_when_reopened_should_e
     let (reopened, _) = open(&survived, options).await;
     assert_eq!(reopened.next_offset(), next.plus(2));
 }
+
+/// A purge restarts the log at 0 with its segments moved aside; a crash
+/// makes the replayed purge run the restart again. The second run must
+/// not move the fresh empty segment over the purged one of the same name.
+#[compio::test]
+async fn given_a_restart_aside_run_twice_when_reading_aside_should_keep_the_purged_batches() {
+    let storage = SimStorage::new();
+    let options = replicated_options(false);
+    let (log, _) = open(&storage, options.clone()).await;
+    for tag in 1..=6 {
+        log.ensure_reserved(3).await.expect("reserve");
+        log.append(record(tag, 3, 200), 1_000 + tag)
+            .expect("append");
+    }
+    log.flush().await.expect("flush");
+    let purged = all_records(&log).await;
+    let aside = dir().join("purged-00000000000000000007");
+    log.restart_at_aside(Offset::ZERO, &aside)
+        .await
+        .expect("restart");
+    log.restart_at_aside(Offset::ZERO, &aside)
+        .await
+        .expect("again");
+    assert_eq!(log.next_offset(), Offset::ZERO);
+    assert!(all_records(&log).await.is_empty());
+    let (kept, _) = PartitionLog::open(storage.clone(), &aside, options)
+        .await
+        .expect("open the purged segments");
+    assert_eq!(all_records(&kept).await, purged);
+}
