@@ -16,7 +16,7 @@ cargo test --workspace
 IGGY_TEST_AS_CLUSTER=1 cargo test -p server --test sdk_basics --test sdk_commands \
     --test sdk_scenario --test http_api --test http_sessions --test transports \
     --test dedup --test rbac --test groups_cooperative --test groups_rebalance \
-    --test heartbeat --test snapshot --test cleaners --test limits
+    --test heartbeat --test snapshot --test cleaners --test limits --test durability
 # The simulator must catch each planted replica bug (a separate build of
 # consensus with the bugs compiled in).
 cargo test -p simulator --features planted-bugs --test planted
