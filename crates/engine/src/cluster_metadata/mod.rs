@@ -103,27 +103,7 @@ impl<A: Applier> StateMachine for Machine<A> {
     /// ```
     /// (little-endian; only the start views of partitions that exist.)
     fn snapshot(&self) -> Vec<u8> {
-        let live: std::collections::BTreeSet<u64> = self
-            .state
-            .streams()
-            .flat_map(|s| s.topics())
-            .flat_map(|t| t.partitions().iter().map(|p| p.created_at_us))
-            .collect();
-        let created: Vec<(u64, View)> = self
-            .created
-            .iter()
-            .filter(|(at, _)| live.contains(at))
-            .map(|(at, view)| (*at, *view))
-            .collect();
-        let mut out = self.applied.0.to_le_bytes().to_vec();
-        let count = u32::try_from(created.len()).expect("partitions fit u32");
-        out.extend_from_slice(&count.to_le_bytes());
-        for (at, view) in created {
-            out.extend_from_slice(&at.to_le_bytes());
-            out.extend_from_slice(&view.0.to_le_bytes());
-        }
-        self.state.encode_snapshot(&mut out);
-        out
+        encode_machine_state(self.applied, &self.created, &self.state)
     }
 
     async fn restore(&mut self, bytes: &[u8], _: Restore) -> Result<(), String> {
@@ -146,6 +126,49 @@ impl<A: Applier> StateMachine for Machine<A> {
             .await;
         Ok(())
     }
+}
+
+/// A checkpoint's state (the layout above `Machine::snapshot`).
+fn encode_machine_state(applied: Op, created: &CreatedViews, state: &MetadataState) -> Vec<u8> {
+    let live: std::collections::BTreeSet<u64> = state
+        .streams()
+        .flat_map(|s| s.topics())
+        .flat_map(|t| t.partitions().iter().map(|p| p.created_at_us))
+        .collect();
+    let created: Vec<(u64, View)> = created
+        .iter()
+        .filter(|(at, _)| live.contains(at))
+        .map(|(at, view)| (*at, *view))
+        .collect();
+    let mut out = applied.0.to_le_bytes().to_vec();
+    let count = u32::try_from(created.len()).expect("partitions fit u32");
+    out.extend_from_slice(&count.to_le_bytes());
+    for (at, view) in created {
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&view.0.to_le_bytes());
+    }
+    state.encode_snapshot(&mut out);
+    out
+}
+
+/// The metadata group's first checkpoint for a state kept outside any
+/// group (a single node's metadata, adopted by a group of one): `state` as
+/// of op `op`, stamped `timestamp_us`, every partition's group starting in
+/// view 0; seeded into the empty journal in `dir`.
+pub async fn adopt_state<S: Storage>(
+    storage: S,
+    dir: &Path,
+    state: &MetadataState,
+    op: Op,
+    timestamp_us: u64,
+) -> Result<(), storage::StorageError> {
+    let created: CreatedViews = state
+        .streams()
+        .flat_map(|s| s.topics())
+        .flat_map(|t| t.partitions().iter().map(|p| (p.created_at_us, View(0))))
+        .collect();
+    let bytes = encode_machine_state(op, &created, state);
+    crate::replicated::seed_checkpoint(storage, dir, op, timestamp_us, &bytes).await
 }
 
 /// The answer to a submission.

@@ -260,6 +260,47 @@ async fn sync_segments<S: Storage>(partition: &Partition<S>) -> Result<(), Stora
         .map_err(partition_storage)
 }
 
+/// A partition group's first checkpoint for a log kept outside any group
+/// (a single node's partition in `partition_dir`, adopted by a group of
+/// one): the log's end, the stored offsets and the purge generation as of
+/// op 1, seeded into the empty journal in `journal_dir`. Returns the log's
+/// end.
+pub async fn adopt_log<S: Storage>(
+    storage: S,
+    partition_dir: &Path,
+    journal_dir: &Path,
+) -> Result<Offset, StorageError> {
+    let options = storage::LogOptions {
+        follow_log_end: true,
+        ..storage::LogOptions::default()
+    };
+    let (log, _) = storage::PartitionLog::open(storage.clone(), partition_dir, options).await?;
+    let next = log.next_offset();
+    drop(log);
+    let loaded = storage::offsets::OffsetStore::new(storage.clone(), partition_dir)
+        .load_all()
+        .await?;
+    let mut offsets: Vec<_> = loaded
+        .offsets
+        .iter()
+        .filter(|o| o.offset < next)
+        .map(|o| ((o.kind, o.id), o.offset))
+        .collect();
+    offsets.sort_unstable_by_key(|&(key, _)| key);
+    let generation = storage::purge_gen::load(&storage, partition_dir).await;
+    let op = Op(1);
+    let state = encode_checkpoint(next, &offsets, CheckpointPurge { generation, op });
+    storage
+        .create_dir_all(journal_dir)
+        .await
+        .map_err(storage::error::io_error(
+            "create a partition journal",
+            journal_dir,
+        ))?;
+    crate::replicated::seed_checkpoint(storage, journal_dir, op, 0, &state).await?;
+    Ok(next)
+}
+
 /// What an op below a purge this replica already carried out answers at
 /// a replay (its effect is gone with the purge).
 fn skipped(decoded: Decoded) -> Applied {

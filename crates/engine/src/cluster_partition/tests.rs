@@ -19,6 +19,7 @@ use crate::partition::{PartitionOptions, PollRequest, PollStart};
 use crate::replicated::net::{Member, Net, placement};
 use storage::offsets::ConsumerKind;
 
+mod adopt;
 mod purge;
 
 impl<S: Storage> Member for ReplicatedPartition<S> {

@@ -22,6 +22,7 @@
 //! 11. SIGINT/SIGTERM: tell the manager, stop accepting, drain, flush,
 //!     exit 0.
 
+mod adopt;
 pub mod cluster;
 pub mod data_dir;
 pub mod encryption;
@@ -100,6 +101,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )
     })?;
     let mut cluster_start = cluster::prepare(config, args.replica_id, &data, &root)?;
+    if cluster_start.is_some() && config.cluster.nodes.len() == 1 {
+        adopt::single_node(&data)?;
+    }
     // A cluster node's metadata comes from its replica of the metadata
     // group (replayed as the group commits), not the single-node journal.
     let recovered = if cluster_start.is_some() {
