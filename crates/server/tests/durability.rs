@@ -213,12 +213,10 @@ async fn given_many_metadata_operations_when_restarting_should_recover_from_snap
     drop(client);
     server.kill();
     // A single node's metadata journal, or a group of one's.
-    let snapshot_written = ["metadata", "cluster/metadata"]
-        .iter()
-        .any(|dir| {
-            let dir = workdir.data().join(dir);
-            dir.join("snapshot.bin").exists() || dir.join("snapshot.slots").exists()
-        });
+    let snapshot_written = ["metadata", "cluster/metadata"].iter().any(|dir| {
+        let dir = workdir.data().join(dir);
+        dir.join("snapshot.bin").exists() || dir.join("snapshot.slots").exists()
+    });
     assert!(snapshot_written, "a snapshot was written");
 
     let server = TestServer::start(&workdir, &ServerOptions::default());
