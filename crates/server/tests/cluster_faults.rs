@@ -718,3 +718,119 @@ fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     member.join().expect("the member's thread ends");
 }
+
+/// Two-second client heartbeats: a lost node's sessions end after 2.4 s.
+const HEARTBEAT_2S: &str = "[heartbeat]\ninterval = \"2 s\"\n\n";
+
+/// The `client_id`s node `node` lists in `/clients` with transport HTTP
+/// (each node lists its own sessions).
+fn http_client_ids(node: &Node, token: &str) -> Vec<u64> {
+    let response = request(node.http, "GET", "/clients", Some(token), None);
+    assert_eq!(response.status, 200, "{}", response.text());
+    response
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["transport"] == "HTTP")
+        .map(|c| c["client_id"].as_u64().unwrap())
+        .collect()
+}
+
+/// Sends one message, `payload`, to partition 0 of `orders`/`t` over HTTP
+/// through `node` with `token`, until the node accepts it (the partition's
+/// group may still be electing a primary).
+fn send_over_http(node: &Node, token: &str, payload: &str) {
+    use base64::Engine as _;
+    let payload = base64::engine::general_purpose::STANDARD.encode(payload);
+    let body = format!(
+        r#"{{"partitioning":{{"kind":"partition_id","value":"AAAAAA=="}},"messages":[{{"id":0,"payload":"{payload}"}}]}}"#
+    );
+    let path = "/streams/orders/topics/t/messages";
+    let started = Instant::now();
+    loop {
+        let response = request(node.http, "POST", path, Some(token), Some(body.as_bytes()));
+        if matches!(response.status, 200 | 201 | 204) {
+            return;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "the node refused the send: {} {}",
+            response.status,
+            response.text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An HTTP session has no socket to close: one the group ended while its
+/// node was cut off past the lease (the leader ends a lost node's
+/// sessions after 1.2 heartbeat intervals) leaves that node's client
+/// table once the node applies the end, so the credential's next write
+/// there opens a new session instead of going out under the one the
+/// cluster no longer has.
+#[test]
+fn given_an_http_session_ended_while_its_node_was_cut_off_when_it_writes_again_should_open_a_new_session()
+ {
+    let (nodes, proxies) = start_cluster_with_proxies_and(HEARTBEAT_2S);
+    let (nodes, leader, runtime) = with_orders(nodes);
+    runtime.block_on(create_topic_t(tcp_of(&nodes, leader), 1));
+    let cut_off = (leader + 1) % nodes.len();
+    let node = &nodes[cut_off];
+    eventually("the follower serves the topic", || {
+        try_messages_at(node, 0).is_some()
+    });
+    // The credential's first write opens its session on this node.
+    let token = root_token(node.http);
+    send_over_http(node, &token, "before");
+    let first = http_client_ids(node, &token);
+    assert_eq!(first.len(), 1, "one HTTP session: {first:?}");
+
+    let ended = || {
+        harness::output(nodes[leader].workdir.path())
+            .matches("ending a session no connection holds")
+            .count()
+    };
+    let ended_before = ended();
+    let cut_off_id = u8::try_from(cut_off).unwrap();
+    for ((j, i), proxy) in &proxies {
+        if *j == cut_off_id || *i == cut_off_id {
+            proxy.cut();
+        }
+    }
+    eventually("the leader ends the cut-off node's session", || {
+        ended() > ended_before
+    });
+    // A stream created after the end commits behind it: once the node
+    // lists the stream, it has applied the end as well.
+    let others: Vec<usize> = (0..nodes.len()).filter(|&i| i != cut_off).collect();
+    eventually(
+        "the others commit a stream without the cut-off node",
+        || {
+            others.iter().any(|&i| {
+                let token = root_token(nodes[i].http);
+                let body = br#"{"name":"after-the-end"}"#;
+                let response = request(nodes[i].http, "POST", "/streams", Some(&token), Some(body));
+                matches!(response.status, 200 | 201)
+            })
+        },
+    );
+    for proxy in proxies.values() {
+        proxy.heal();
+    }
+    eventually("the healed node applied the end of its session", || {
+        stream_names(node).contains(&"after-the-end".to_owned())
+    });
+
+    send_over_http(node, &token, "after");
+    let second = http_client_ids(node, &token);
+    assert_eq!(second.len(), 1, "one HTTP session: {second:?}");
+    assert_ne!(
+        second, first,
+        "the write after the end opened a new session"
+    );
+    eventually("the node serves both messages", || {
+        let payloads: Vec<Vec<u8>> = messages_at(node, 0).into_iter().map(|(_, p)| p).collect();
+        payloads == [b"before".to_vec(), b"after".to_vec()]
+    });
+}
