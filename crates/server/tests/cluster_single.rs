@@ -277,82 +277,83 @@ async fn given_messages_when_purging_the_topic_should_answer_once_the_partitions
     assert!(poll_all(&client, 1).await.is_empty());
 }
 
-/// The data directory of a single node, started again as a roster of one:
-/// the group of one adopts it (docs/cluster.md), so every stream, message,
-/// stored offset and user stays, new messages follow on, and the adoption
-/// holds across the next restart.
+/// A data directory written by the single-node build (before session 16,
+/// `tests/fixtures/single-node-data`: stream `orders`, topic `events` of
+/// two partitions holding `p<partition>-m<0..5>`, consumer 7's offset 3 on
+/// partition 1, user `alice`), started by this build with and without a
+/// `[cluster]` roster of one: the group of one adopts it (docs/cluster.md),
+/// so everything stays, new messages follow on, and the adoption holds
+/// across the next restart.
 #[tokio::test]
-async fn given_a_single_nodes_data_when_started_as_a_roster_of_one_should_adopt_everything() {
-    let workdir = Workdir::new();
-    let single = TestServer::start(&workdir, &ServerOptions::default());
-    let client = login(&single).await;
-    client.create_stream("orders").await.unwrap();
-    client
-        .create_topic(
-            &id(0),
-            "events",
-            &TopicCreateOptions {
-                partitions_count: Some(2),
-                ..TopicCreateOptions::default()
-            },
-        )
-        .await
-        .unwrap();
-    for partition in 0..2u32 {
-        send(
-            &client,
-            partition,
-            (0..5).map(|i| format!("p{partition}-m{i}")).collect(),
-        )
-        .await;
-    }
-    let consumer = Consumer::new(id(7));
-    client
-        .store_consumer_offset(&consumer, &id(0), &id(0), Some(1), 3)
-        .await
-        .unwrap();
-    client
-        .create_user("alice", "secret-pass", UserStatus::Active, None)
-        .await
-        .unwrap();
-    let before: Vec<_> = [poll_all(&client, 0).await, poll_all(&client, 1).await].into();
-    drop(client);
-    let (status, _) = single.stop();
-    assert!(status.success(), "{status}");
-    assert!(workdir.data().join("metadata").is_dir());
-
-    for round in 0..2 {
-        let server = TestServer::start(&workdir, &options());
-        let client = login(&server).await;
-        check_adopted(&client, &before, &consumer, (round > 0).then_some(5)).await;
-        if round == 0 {
-            send(&client, 0, vec!["late".to_owned()]).await;
-            let last = poll_all(&client, 0).await;
-            assert_eq!(last.last(), Some(&(5, b"late".to_vec())), "{last:?}");
+async fn given_a_single_node_builds_data_when_started_should_adopt_everything() {
+    for explicit in [false, true] {
+        let workdir = Workdir::new();
+        copy_dir(&fixture("single-node-data"), &workdir.data());
+        let options = if explicit {
+            options()
+        } else {
+            ServerOptions::default()
+        };
+        let before: Vec<Vec<(u64, Vec<u8>)>> = (0..2)
+            .map(|p| {
+                (0..5)
+                    .map(|i| (i, format!("p{p}-m{i}").into_bytes()))
+                    .collect()
+            })
+            .collect();
+        let consumer = Consumer::new(id(7));
+        for round in 0..2 {
+            let server = TestServer::start(&workdir, &options);
+            let client = login(&server).await;
+            check_adopted(&client, &before, &consumer, (round > 0).then_some(5)).await;
+            if round == 0 {
+                send(&client, 0, vec!["late".to_owned()]).await;
+                let last = poll_all(&client, 0).await;
+                assert_eq!(last.last(), Some(&(5, b"late".to_vec())), "{last:?}");
+            }
+            let alice = harness::sdk::tcp_client(server.tcp()).await;
+            alice.login_user("alice", "secret-pass").await.unwrap();
+            drop((client, alice));
+            let (status, _) = server.stop();
+            assert!(status.success(), "round {round}: {status}");
+            assert!(
+                !workdir.data().join("metadata").exists(),
+                "the single node's metadata was moved aside"
+            );
         }
-        let alice = harness::sdk::tcp_client(server.tcp()).await;
-        alice.login_user("alice", "secret-pass").await.unwrap();
-        drop((client, alice));
-        let (status, _) = server.stop();
-        assert!(status.success(), "round {round}: {status}");
-        assert!(
-            !workdir.data().join("metadata").exists(),
-            "the single node's metadata was moved aside"
+        let kept = std::fs::read_dir(workdir.data())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("metadata.single-node-")
+            })
+            .count();
+        assert_eq!(
+            kept, 1,
+            "the single node's metadata is kept aside, not deleted"
         );
     }
-    let kept = std::fs::read_dir(workdir.data())
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("metadata.single-node-")
-        })
-        .count();
-    assert_eq!(
-        kept, 1,
-        "the single node's metadata is kept aside, not deleted"
-    );
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
 
 /// Checks that the roster of one serves what the single node held:

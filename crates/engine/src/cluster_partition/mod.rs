@@ -85,6 +85,7 @@ use storage::{Offset, Storage, StorageError};
 use crate::partition::{Partition, PartitionError};
 use crate::replicated::{
     Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter, Work,
+    wait_for_space,
 };
 
 /// Appends applied between background syncs of a `persisted` partition's
@@ -459,14 +460,21 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
             self.keep_unheld(entry, base_offset);
             return Ok(None);
         }
-        self.partition
-            .hold_append(
-                entry.body.slice(APPEND_PREFIX..),
-                base_offset,
-                entry.timestamp_us,
-            )
-            .await
-            .map_err(partition_storage)?;
+        // A full disk stalls the group here until space is freed (the
+        // primary refuses new appends meanwhile); the log takes the batch
+        // once, whichever try succeeds.
+        let partition = &self.partition;
+        wait_for_space(partition.dir(), async || {
+            partition
+                .hold_append(
+                    entry.body.slice(APPEND_PREFIX..),
+                    base_offset,
+                    entry.timestamp_us,
+                )
+                .await
+                .map_err(partition_storage)
+        })
+        .await?;
         self.held
             .insert(entry.op, base_offset.plus(u64::from(messages)));
         Ok(Some(APPEND_PREFIX))

@@ -36,6 +36,7 @@
 
 #[cfg(test)]
 pub(crate) mod net;
+mod no_space;
 #[cfg(test)]
 mod tests;
 
@@ -56,6 +57,8 @@ use consensus::{ClientId, Op, RequestNumber, View};
 use storage::journal::Journal;
 use storage::superblock::{self, Identity, Superblock};
 use storage::{Storage, StorageError};
+
+pub use no_space::{NO_SPACE_RETRY, wait_for_space};
 
 /// What a group's state machine is to its driver. Applying may await (the
 /// server applies a metadata op on every shard before it answers); the
@@ -690,13 +693,15 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     self.journal.truncate_after(op.0).await?;
                     self.machine.cut_held(op).await?;
                 }
-                Action::Sync if self.fsync => {
-                    self.journal.sync().await?;
-                    self.machine.sync_held(true).await?;
-                }
                 Action::Sync => {
-                    self.journal.write_out().await?;
-                    self.machine.sync_held(false).await?;
+                    let (dir, journal, fsync) = (&self.dir, &self.journal, self.fsync);
+                    wait_for_space(dir, async || match fsync {
+                        true => journal.sync().await,
+                        false => journal.write_out().await,
+                    })
+                    .await?;
+                    let machine = &mut self.machine;
+                    wait_for_space(dir, async || machine.sync_held(fsync).await).await?;
                 }
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);

@@ -11,7 +11,7 @@ use consensus::View;
 use consensus::vsr::Limits;
 use engine::replicated::Placement;
 use server::cluster::{LinkConfig, METADATA_GROUP, cluster_id, node_address};
-use server::config::ServerConfig;
+use server::config::{ClusterNode, NodePorts, ServerConfig};
 use storage::superblock::Identity;
 
 use crate::node::cluster_commit::{ClusterStart, RootUser, timing};
@@ -118,8 +118,38 @@ pub fn prepare(
         roster_http,
         roster,
         cluster_name: cluster.name.clone(),
+        implicit: false,
     }))
 }
+
+/// The configuration a server without `[cluster]` runs on: the single
+/// node as a roster of one (a group of one for the metadata and for each
+/// partition, on the cluster's code), its ports the listeners' bound ones.
+pub fn implicit_roster(config: &ServerConfig) -> ServerConfig {
+    assert!(!config.cluster.enabled, "only a server without a cluster");
+    let mut config = config.clone();
+    config.cluster.enabled = true;
+    config.cluster.name = IMPLICIT_CLUSTER_NAME.to_owned();
+    config.cluster.nodes = vec![ClusterNode {
+        name: IMPLICIT_NODE_NAME.to_owned(),
+        ip: "127.0.0.1".to_owned(),
+        replica_id: 0,
+        ports: NodePorts {
+            tcp: Some(0),
+            quic: Some(0),
+            http: Some(0),
+            websocket: Some(0),
+            tcp_replica: None,
+        },
+        advertised_address: None,
+        advertised_addresses: Vec::new(),
+    }];
+    config
+}
+
+/// The names a single node's roster of one goes by.
+const IMPLICIT_CLUSTER_NAME: &str = "single-node";
+const IMPLICIT_NODE_NAME: &str = "iggy-node";
 
 /// This node's roster entry takes the bound port of each listener whose
 /// configured port is 0 (the OS picked it), so that cluster metadata and

@@ -100,9 +100,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runtime_dir.display()
         )
     })?;
-    let mut cluster_start = cluster::prepare(config, args.replica_id, &data, &root)?;
-    if cluster_start.is_some() && config.cluster.nodes.len() == 1 {
-        adopt::single_node(&data)?;
+    // Without `[cluster]` the single node runs as a roster of one: a group
+    // of one for the metadata and for each partition, on the cluster's code.
+    let implicit = (!config.cluster.enabled).then(|| cluster::implicit_roster(config));
+    let mut cluster_start = cluster::prepare(
+        implicit.as_ref().unwrap_or(config),
+        args.replica_id,
+        &data,
+        &root,
+    )?;
+    if let Some(start) = cluster_start.as_mut() {
+        start.implicit = implicit.is_some();
+        if start.placement.replicas == 1 {
+            adopt::single_node(&data)?;
+        }
     }
     // A cluster node's metadata comes from its replica of the metadata
     // group (replayed as the group commits), not the single-node journal.

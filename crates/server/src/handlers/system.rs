@@ -117,12 +117,12 @@ pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
 pub fn cluster_metadata(call: &Call<'_>) -> Reply {
     let mut out = Vec::new();
     match &call.node().ctx.cluster {
-        Some(shared) => {
+        Some(shared) if !shared.implicit => {
             let ids: Vec<u8> = (0..shared.replicas).collect();
             let mut nodes = Vec::with_capacity(ids.len());
             collect_roster(shared, &ids, &mut nodes, &mut out);
         }
-        None => with_cluster_node(call.node(), |node| {
+        _ => with_cluster_node(call.node(), |node| {
             ClusterMetadata {
                 name: CLUSTER_NAME,
                 nodes: &[*node],

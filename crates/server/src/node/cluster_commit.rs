@@ -84,6 +84,9 @@ pub struct ClusterStart {
     pub roster: Vec<RosterEntry>,
     /// `cluster.name`.
     pub cluster_name: String,
+    /// No `[cluster]` was configured: a single node, run as a roster of
+    /// one (`boot::cluster::implicit_roster`).
+    pub implicit: bool,
 }
 
 /// Who leads the metadata group, as this node knows it.
@@ -209,6 +212,7 @@ impl ClusterCommitter {
             roster_http: _,
             roster: _,
             cluster_name: _,
+            implicit: _,
         } = start;
         let cluster = placement.identity.cluster;
         let local = placement.identity.replica;

@@ -19,6 +19,8 @@ use server::cluster::LinkSender;
 use server::cluster::lanes::Lane;
 use tracing::warn;
 
+use super::disk_space::DiskSpace;
+
 /// One roster node as clients are told it (binary protocol §10.1, code
 /// 12): its name, the host clients dial and its client ports (0 = not
 /// served).
@@ -54,6 +56,12 @@ pub struct ClusterShared {
     /// Set once this node's metadata group is normal and its applied
     /// state holds users (the root user exists): logins can succeed.
     settled: AtomicBool,
+    /// The roster of one a server without `[cluster]` runs as (the
+    /// single node is a group of one on the cluster path): clients are told
+    /// of a single node, as before.
+    pub implicit: bool,
+    /// Free space of the data directory (set at start-up).
+    pub disk: DiskSpace,
 }
 
 impl ClusterShared {
@@ -82,6 +90,8 @@ impl ClusterShared {
                 .collect(),
             partition_views: Mutex::new(HashMap::new()),
             settled: AtomicBool::new(false),
+            implicit: false,
+            disk: DiskSpace::new(std::path::Path::new(".")),
             roster,
         }
     }

@@ -18,6 +18,7 @@ pub mod cluster_commit;
 pub mod cluster_state;
 mod commit;
 pub mod context;
+pub mod disk_space;
 mod effects;
 pub mod heartbeat;
 pub mod ownership;

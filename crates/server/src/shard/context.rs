@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::ShardOptions;
 use crate::node::cluster_state::ClusterShared;
 use crate::node::context::{Advertised, ContextOptions, Inbox, ServerContext};
+use crate::node::disk_space::DiskSpace;
 use crate::transport::BoundAddresses;
 
 pub(super) fn server_context(
@@ -25,14 +26,17 @@ pub(super) fn server_context(
         encryption: options.encryption.clone(),
         cluster: options.cluster.as_ref().map(|start| {
             let placement = &start.placement;
-            Arc::new(ClusterShared::new(
+            let mut shared = ClusterShared::new(
                 start.cluster_name.clone(),
                 placement.identity.cluster,
                 placement.identity.replica,
                 placement.timing,
                 start.nonce,
                 start.roster.clone(),
-            ))
+            );
+            shared.implicit = start.implicit;
+            shared.disk = DiskSpace::new(&options.data_path);
+            Arc::new(shared)
         }),
     };
     ServerContext::new(context, inboxes)

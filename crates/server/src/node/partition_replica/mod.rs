@@ -562,6 +562,10 @@ impl Task {
         reply: TxOneshot<Outcome>,
     ) -> Result<Vec<Effect>, GroupError> {
         let view = self.group.group().replica().view();
+        if let Some(code) = self.refused_for_space(&command) {
+            reply.send(Outcome::Refused(code));
+            return Ok(Vec::new());
+        }
         match self.group.submit(&mut command, now_us()).await? {
             Submit::Prepared { request, effects } => {
                 self.waiters.insert(request, (view, command, reply));
@@ -660,6 +664,10 @@ impl Task {
                 return Ok(Vec::new());
             }
         };
+        if let Some(code) = self.refused_for_space(&command) {
+            self.send(origin, forward_reply(view, nonce, Op::ZERO, code as u32));
+            return Ok(Vec::new());
+        }
         let refusal = match self.group.submit(&mut command, now_us()).await? {
             Submit::Prepared { request, effects } => {
                 self.remote.insert(request, (origin, nonce));
@@ -672,6 +680,17 @@ impl Task {
         };
         self.send(origin, forward_reply(view, nonce, Op::ZERO, refusal as u32));
         Ok(Vec::new())
+    }
+
+    /// A primary's append that would leave the disk without its reserve
+    /// (`disk_space`): refused as a single node refuses on a full disk.
+    fn refused_for_space(&self, command: &Command) -> Option<ErrorCode> {
+        let Command::Append { range, .. } = command else {
+            return None;
+        };
+        let primary = self.group.group().replica().is_primary();
+        (primary && !self.shared.disk.admit(range.len() as u64))
+            .then_some(ErrorCode::CannotSaveMessagesToSegment)
     }
 
     fn perform(&mut self, effects: Vec<Effect>) {
