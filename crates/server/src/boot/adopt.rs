@@ -25,8 +25,10 @@ use storage::journal::Journal;
 use tracing::info;
 
 use super::cluster::METADATA_REPLICA_DIR;
-use super::metadata::METADATA_DIR;
 use crate::node::partitions::CREATED_REVISION_FILE;
+
+/// Where the single-node build kept its metadata journal and snapshot.
+const METADATA_DIR: &str = "metadata";
 
 /// Adopts the single node's data in `data` if there is any and the group
 /// of one has nothing yet; returns whether it did.

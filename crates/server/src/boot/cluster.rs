@@ -31,17 +31,16 @@ pub fn effective_replica_id(config: &ServerConfig, replica_id: Option<u8>) -> Op
     replica_id.or(lone)
 }
 
-/// `None` on a single node; the replica's start in cluster mode; an error
-/// naming what is missing (the replica id, a roster entry).
+/// The replica's start (a single node's is its implicit roster of one,
+/// `implicit_roster`); an error naming what is missing (the replica id, a
+/// roster entry).
 pub fn prepare(
     config: &ServerConfig,
     replica_id: Option<u8>,
     data: &Path,
     root: &RootCredentials,
-) -> anyhow::Result<Option<ClusterStart>> {
-    if !config.cluster.enabled {
-        return Ok(None);
-    }
+) -> anyhow::Result<ClusterStart> {
+    assert!(config.cluster.enabled, "a cluster's configuration");
     let replica =
         effective_replica_id(config, replica_id).context("cluster mode needs --replica-id")?;
     // A roster of one has no peers: no replica listener, no links.
@@ -105,7 +104,7 @@ pub fn prepare(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let password_hash = engine::metadata::password::hash_password(&root.password)
         .map_err(|e| anyhow::anyhow!("cannot hash the root password: {e}"))?;
-    Ok(Some(ClusterStart {
+    Ok(ClusterStart {
         links,
         dir,
         placement,
@@ -119,7 +118,7 @@ pub fn prepare(
         roster,
         cluster_name: cluster.name.clone(),
         implicit: false,
-    }))
+    })
 }
 
 /// The configuration a server without `[cluster]` runs on: the single

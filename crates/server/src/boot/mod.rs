@@ -28,7 +28,6 @@ pub mod data_dir;
 pub mod encryption;
 pub mod log_file;
 pub mod logging;
-pub mod metadata;
 pub mod root_credentials;
 pub mod runtime_dump;
 
@@ -43,6 +42,7 @@ use tracing::{info, warn};
 
 use crate::args::Args;
 use crate::http::HttpSettings;
+use crate::node::cluster_commit::ClusterStart;
 use crate::node::context::Limits;
 use crate::shard::plan;
 use crate::shard::{ShardOptions, ShardSet};
@@ -109,31 +109,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &data,
         &root,
     )?;
-    if let Some(start) = cluster_start.as_mut() {
-        start.implicit = implicit.is_some();
-        if start.placement.replicas == 1 {
-            adopt::single_node(&data)?;
-        }
+    cluster_start.implicit = implicit.is_some();
+    if cluster_start.placement.replicas == 1 {
+        adopt::single_node(&data)?;
     }
-    // A cluster node's metadata comes from its replica of the metadata
-    // group (replayed as the group commits), not the single-node journal.
-    let recovered = if cluster_start.is_some() {
-        metadata::Recovered::empty()
-    } else {
-        metadata::recover(&data, &root)?
-    };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let own_ip = cluster::effective_replica_id(config, args.replica_id)
         .and_then(|id| config.cluster.node(id))
         .map(|node| node.ip.as_str());
     let http_settings = HttpSettings::from_config(&config.http, &config.cluster, own_ip)?;
     let (listeners, bound) = transport::bind(config)?;
-    if let Some(start) = cluster_start.as_mut() {
-        cluster::fill_bound_ports(start, &bound);
-    }
-    let mut options = shard_options(config, &data, recovered)?;
+    cluster::fill_bound_ports(&mut cluster_start, &bound);
+    let mut options = shard_options(config, &data, cluster_start)?;
     options.encryption = encryption.keyring;
-    options.cluster = cluster_start;
     let liveness = notifier
         .ping_interval()
         .map(|ping| Arc::new(Liveness::new(options.specs.len(), ping)));
@@ -246,7 +234,7 @@ fn start_logging(
 fn shard_options(
     config: &ServerConfig,
     data: &Path,
-    recovered: metadata::Recovered,
+    cluster: ClusterStart,
 ) -> anyhow::Result<ShardOptions> {
     let sharding = &config.system.sharding;
     let allowed: Vec<usize> = plan::allowed_cpus().into_iter().collect();
@@ -285,10 +273,6 @@ fn shard_options(
                 .enabled
                 .then(|| Duration::from(config.personal_access_token.cleaner.interval)),
         },
-        metadata: recovered.state,
-        metadata_commit: recovered.commit,
-        metadata_last_timestamp_us: recovered.last_timestamp_us,
-        journal_path: data.join(metadata::METADATA_DIR),
         inbox_capacity: sharding.inbox_capacity,
         frame_max_bytes: usize::try_from(config.message_bus.max_message_size.as_bytes())
             .unwrap_or(usize::MAX),
@@ -297,7 +281,7 @@ fn shard_options(
         idle_spin: Duration::from(sharding.idle_spin),
         encryption: None,
         liveness: None,
-        cluster: None,
+        cluster,
     })
 }
 

@@ -270,10 +270,7 @@ impl HttpApp {
             Err(RouteError::MethodNotAllowed) => return empty(StatusCode::METHOD_NOT_ALLOWED),
         };
         let node = &self.shard.node;
-        let cluster = match node.committer.as_ref() {
-            Some(crate::node::Committer::Cluster(cluster)) => Some(cluster),
-            _ => None,
-        };
+        let cluster = node.committer.as_ref();
         let follower = cluster.is_some_and(|c| {
             !matches!(c.leader(), crate::node::cluster_commit::Leader::Here { .. })
         });
@@ -375,7 +372,7 @@ impl HttpApp {
     /// A cluster node's answers carry its metadata view in `iggy-view` (a
     /// single node stays in view 0).
     fn stamp_view(&self, response: &mut HttpResponse) {
-        if let Some(crate::node::Committer::Cluster(cluster)) = self.shard.node.committer.as_ref() {
+        if let Some(cluster) = self.shard.node.committer.as_ref() {
             response
                 .headers_mut()
                 .insert("iggy-view", HeaderValue::from(cluster.view()));
@@ -395,10 +392,7 @@ impl HttpApp {
         let linearizable = router::query_pairs(query)?
             .iter()
             .any(|(key, value)| key == "consistency" && value == "linearizable");
-        let Some(crate::node::Committer::Cluster(cluster)) = self.shard.node.committer.as_ref()
-        else {
-            return None;
-        };
+        let cluster = self.shard.node.committer.as_ref()?;
         if !linearizable {
             return None;
         }

@@ -48,7 +48,8 @@ use context::ServerContext;
 use partitions::{OwnedPartition, PartitionAddr};
 use shard_message::ShardMessage;
 
-pub use commit::{CommitResult, Committer, CommitterStart};
+pub use cluster_commit::ClusterCommitter as Committer;
+pub use commit::CommitResult;
 pub use shard_state::Shard;
 
 /// Who opens a session (see `Node::register_session`).
@@ -144,7 +145,13 @@ impl Node {
             );
         }
         if self.committer.is_some() {
-            compio::runtime::spawn(Committer::run(self.clone())).detach();
+            let node = self.clone();
+            compio::runtime::spawn(async move {
+                if let Some(committer) = node.committer.as_ref() {
+                    committer.run(node.clone()).await;
+                }
+            })
+            .detach();
         }
         if let (Some(_), Some(interval)) = (&self.committer, self.ctx.limits.token_cleaner_interval)
         {
@@ -237,9 +244,6 @@ impl Node {
             if let Err(e) = partition.log().close().await {
                 warn!("closing a partition log failed: {e}");
             }
-        }
-        if let Some(committer) = &self.committer {
-            committer.close().await;
         }
     }
 

@@ -24,7 +24,8 @@ pub(super) fn server_context(
         limits: options.limits.clone(),
         advertised: advertised(bound),
         encryption: options.encryption.clone(),
-        cluster: options.cluster.as_ref().map(|start| {
+        cluster: Some({
+            let start = &options.cluster;
             let placement = &start.placement;
             let mut shared = ClusterShared::new(
                 start.cluster_name.clone(),

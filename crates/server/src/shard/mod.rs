@@ -41,12 +41,6 @@ pub struct ShardOptions {
     pub specs: Vec<ShardSpec>,
     pub data_path: PathBuf,
     pub limits: Limits,
-    /// The recovered metadata state and its commit number.
-    pub metadata: MetadataState,
-    pub metadata_commit: u64,
-    /// The newest timestamp a metadata op carried.
-    pub metadata_last_timestamp_us: u64,
-    pub journal_path: PathBuf,
     pub inbox_capacity: usize,
     pub frame_max_bytes: usize,
     pub drain_timeout: Duration,
@@ -57,8 +51,9 @@ pub struct ShardOptions {
     pub encryption: Option<Arc<engine::encryption::Keyring>>,
     /// The watchdog's beat counters, when a service manager runs one.
     pub liveness: Option<Arc<Liveness>>,
-    /// Cluster mode: shard 0 runs this node's metadata replica.
-    pub cluster: Option<crate::node::cluster_commit::ClusterStart>,
+    /// Shard 0 runs this node's metadata replica (a roster of one on a
+    /// single node).
+    pub cluster: crate::node::cluster_commit::ClusterStart,
 }
 
 enum Ready {
@@ -79,12 +74,8 @@ struct ShardStart {
     ctx: Arc<ServerContext>,
     inbox: AsyncRx<Array<ShardMessage>>,
     ready: mpsc::Sender<Ready>,
-    metadata: MetadataState,
-    commit: u64,
-    last_timestamp_us: u64,
-    /// Shard 0 only: the listeners, the HTTP API's settings and the journal.
+    /// Shard 0 only: the listeners and the HTTP API's settings.
     listeners: Option<(Listeners, HttpSettings)>,
-    journal_path: Option<PathBuf>,
     idle_spin: Duration,
     liveness: Option<Arc<Liveness>>,
     cluster: Option<crate::node::cluster_commit::ClusterStart>,
@@ -107,7 +98,7 @@ impl ShardSet {
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::new();
         let mut listeners = Some((listeners, http));
-        let mut cluster = options.cluster;
+        let mut cluster = Some(options.cluster);
         for (spec, inbox) in options.specs.into_iter().zip(receivers) {
             let first = spec.id == 0;
             let start = ShardStart {
@@ -115,11 +106,7 @@ impl ShardSet {
                 ctx: context.clone(),
                 inbox,
                 ready: ready_tx.clone(),
-                metadata: options.metadata.clone(),
-                commit: options.metadata_commit,
-                last_timestamp_us: options.metadata_last_timestamp_us,
                 listeners: if first { listeners.take() } else { None },
-                journal_path: first.then(|| options.journal_path.clone()),
                 idle_spin: options.idle_spin,
                 liveness: options.liveness.clone(),
                 cluster: if first { cluster.take() } else { None },
@@ -266,46 +253,21 @@ async fn shard_main(start: ShardStart) -> Option<String> {
         ctx,
         inbox,
         ready,
-        metadata,
-        commit,
-        last_timestamp_us,
         listeners,
-        journal_path,
         idle_spin: _,
         liveness,
         cluster,
     } = start;
-    let committer = match (cluster, journal_path) {
-        (Some(cluster), _) => Some(Committer::Cluster(
-            crate::node::cluster_commit::ClusterCommitter::new(
-                cluster,
-                ctx.cluster
-                    .clone()
-                    .expect("a cluster node shares its cluster state"),
-            ),
-        )),
-        (None, journal_path) => match journal_path {
-            Some(path) => match Committer::open(crate::node::CommitterStart {
-                metadata_dir: &path,
-                state: &metadata,
-                head: consensus::Op(commit),
-                last_timestamp_us,
-            })
-            .await
-            {
-                Ok(committer) => Some(committer),
-                Err(e) => {
-                    let _ = ready.send(Ready::Failed {
-                        shard: spec.id,
-                        reason: format!("{e:#}"),
-                    });
-                    return None;
-                }
-            },
-            None => None,
-        },
-    };
-    let node = Node::new(spec.id, ctx.clone(), metadata, commit, committer);
+    // Shard 0 runs this node's replica of the metadata group; every shard
+    // starts from the empty state it replays as the group commits.
+    let committer = cluster.map(|cluster| {
+        let shared = ctx
+            .cluster
+            .clone()
+            .expect("every node shares its cluster state");
+        Committer::new(cluster, shared)
+    });
+    let node = Node::new(spec.id, ctx.clone(), MetadataState::new(), 0, committer);
     let shard = Rc::new(Shard::new(spec.id, ctx.clone(), node));
     if let Err(e) = shard.node.start().await {
         let _ = ready.send(Ready::Failed {
