@@ -44,9 +44,7 @@ fn partition_of(
 /// metadata this node applied, and the primary's roster entry; 58 while
 /// the group has no primary in a normal view (the SDK retries).
 fn route(call: &Call<'_>, topic: &TopicRef<'_>, partition: Option<u32>) -> Reply {
-    let Some(shared) = call.node().ctx.cluster.clone() else {
-        return call.deny(ErrorCode::FeatureUnavailable);
-    };
+    let shared = call.node().ctx.cluster.clone();
     let ns = match partition_of(call, topic, partition) {
         Ok(ns) => ns,
         Err(code) => return call.deny(code),
@@ -82,9 +80,6 @@ pub fn offset_route(call: &Call<'_>, target: &OffsetTarget<'_>) -> Reply {
 /// (a watermark above what it applied: 58, the SDK retries); the attached
 /// session gains nothing else and is not kept alive by it.
 pub fn attach(call: &Call<'_>, request: &AttachConsumerSession) -> Reply {
-    if call.node().ctx.cluster.is_none() {
-        return call.deny(ErrorCode::FeatureUnavailable);
-    }
     let node = call.node();
     if request.metadata_watermark > node.metadata_commit() {
         return call.deny(ErrorCode::TransientNotAccepted);
@@ -106,9 +101,7 @@ pub fn attach(call: &Call<'_>, request: &AttachConsumerSession) -> Reply {
 /// 104: a poll served only by the partition group's primary (58 elsewhere:
 /// the SDK asks for the route again).
 pub async fn poll_on_primary(call: Call<'_>, request: PollMessages<'_>) -> Reply {
-    let Some(shared) = call.node().ctx.cluster.clone() else {
-        return call.deny(ErrorCode::FeatureUnavailable);
-    };
+    let shared = call.node().ctx.cluster.clone();
     let ns = match partition_of(&call, &request.topic, request.partition_id) {
         Ok(ns) => ns,
         Err(code) => return call.deny(code),

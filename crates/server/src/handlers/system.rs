@@ -116,19 +116,19 @@ pub fn with_stats<R>(node: &Node, f: impl FnOnce(&Stats<'_>) -> R) -> R {
 /// while its replica link is up, else `Unreachable` (binary protocol §7.9).
 pub fn cluster_metadata(call: &Call<'_>) -> Reply {
     let mut out = Vec::new();
-    match &call.node().ctx.cluster {
-        Some(shared) if !shared.implicit => {
-            let ids: Vec<u8> = (0..shared.replicas).collect();
-            let mut nodes = Vec::with_capacity(ids.len());
-            collect_roster(shared, &ids, &mut nodes, &mut out);
-        }
-        _ => with_cluster_node(call.node(), |node| {
+    let shared = &call.node().ctx.cluster;
+    if shared.implicit {
+        with_cluster_node(call.node(), |node| {
             ClusterMetadata {
                 name: CLUSTER_NAME,
                 nodes: &[*node],
             }
             .encode(&mut out)
-        }),
+        });
+    } else {
+        let ids: Vec<u8> = (0..shared.replicas).collect();
+        let mut nodes = Vec::with_capacity(ids.len());
+        collect_roster(shared, &ids, &mut nodes, &mut out);
     }
     call.ok(&out)
 }

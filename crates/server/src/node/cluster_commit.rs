@@ -232,9 +232,7 @@ impl ClusterCommitter {
             let (links, inbound) = Links::start(config, listener)
                 .unwrap_or_else(|e| fatal(&format!("replica links: {e}")));
             info!(replica = local, %listen, "metadata replica started");
-            if let Some(shared) = &node.ctx.cluster {
-                shared.set_links(links.sender());
-            }
+            node.ctx.cluster.set_links(links.sender());
             let frames = self.tx.clone();
             let router = node.clone();
             compio::runtime::spawn(async move {
@@ -807,9 +805,7 @@ impl Applier for NodeApplier {
         outcome: &ApplyOutcome,
         created: &CreatedViews,
     ) {
-        if let Some(shared) = &self.node.ctx.cluster {
-            shared.set_created(created);
-        }
+        self.node.ctx.cluster.set_created(created);
         let applied = self
             .node
             .apply_local(op)
@@ -827,9 +823,7 @@ impl Applier for NodeApplier {
     /// A checkpoint replaced the state (at boot, or by state transfer):
     /// every shard takes it, and opens the partitions it owns there.
     async fn restored(&mut self, state: &MetadataState, commit: Op, created: &CreatedViews) {
-        if let Some(shared) = &self.node.ctx.cluster {
-            shared.set_created(created);
-        }
+        self.node.ctx.cluster.set_created(created);
         if let Err(e) = self.node.replace_metadata(state.clone(), commit.0).await {
             fatal(&format!("cannot install the metadata checkpoint: {e:#}"));
         }

@@ -62,6 +62,11 @@ pub struct ClusterShared {
     pub implicit: bool,
     /// Free space of the data directory (set at start-up).
     pub disk: DiskSpace,
+    /// A roster of one: partition groups that opened with journaled ops
+    /// not committed yet (a restart), until they commit them. The node
+    /// reports ready only once none is left, so that a client's first poll
+    /// after a restart sees every acknowledged message.
+    booting: std::sync::atomic::AtomicUsize,
 }
 
 impl ClusterShared {
@@ -92,6 +97,7 @@ impl ClusterShared {
             settled: AtomicBool::new(false),
             implicit: false,
             disk: DiskSpace::new(std::path::Path::new(".")),
+            booting: std::sync::atomic::AtomicUsize::new(0),
             roster,
         }
     }
@@ -100,6 +106,22 @@ impl ClusterShared {
     /// (a roster of one reports ready only then: boot waits for it).
     pub fn is_settled(&self) -> bool {
         self.settled.load(Ordering::Acquire)
+    }
+
+    /// See `booting`: a group opened with ops to commit again...
+    pub fn boot_started(&self) {
+        self.booting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// ...has committed them (or stopped).
+    pub fn boot_done(&self) {
+        self.booting.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Partition groups still committing what they journaled before a
+    /// restart.
+    pub fn booting(&self) -> usize {
+        self.booting.load(Ordering::Acquire)
     }
 
     pub fn set_settled(&self, settled: bool) {

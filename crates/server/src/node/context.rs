@@ -72,7 +72,7 @@ pub struct ContextOptions {
     pub limits: Limits,
     pub advertised: Advertised,
     pub encryption: Option<Arc<Keyring>>,
-    pub cluster: Option<Arc<ClusterShared>>,
+    pub cluster: Arc<ClusterShared>,
 }
 
 pub struct ServerContext {
@@ -88,8 +88,9 @@ pub struct ServerContext {
     /// Encryption at rest: seals produced batches and opens polled ones;
     /// `None` when it is disabled.
     pub encryption: Option<Arc<Keyring>>,
-    /// Cluster mode: what the partition groups on every shard share.
-    pub cluster: Option<Arc<ClusterShared>>,
+    /// What the groups on every shard share: the roster (one node on a
+    /// single node), the timing, the views, the links.
+    pub cluster: Arc<ClusterShared>,
     pub clients: ClientRegistry,
     pub partition_stats: PartitionStatsRegistry,
     /// Counters of every shard and transport (`/metrics`).

@@ -92,7 +92,7 @@ impl Node {
             // A logout or disconnect unbinds its connection before the
             // op applies, so only a session ended for a lost node (this
             // one, back) still has connections here.
-            A::ClientUnregistered { client, .. } if self.ctx.cluster.is_some() => {
+            A::ClientUnregistered { client, .. } => {
                 self.close_connections_of(client.0);
             }
             _ => {}
@@ -125,10 +125,9 @@ impl Node {
             // this incarnation already: it opens it. So does a roster of
             // one that initialized it and lost its directory: opening
             // fences it (no peer can refill it).
-            let lone = self.ctx.cluster.as_ref().is_some_and(|c| c.replicas == 1);
-            if self.ctx.cluster.is_some()
-                && (self.holds_incarnation(addr).await
-                    || (lone && (self.lost_history(addr).await || self.retired(addr).await)))
+            let lone = self.ctx.cluster.replicas == 1;
+            if self.holds_incarnation(addr).await
+                || (lone && (self.lost_history(addr).await || self.retired(addr).await))
             {
                 if let Err(e) = self.open_partition(addr, &options, purge_generation).await {
                     error!(?addr, "cannot open the partition log: {e}");

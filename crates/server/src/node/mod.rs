@@ -448,7 +448,7 @@ impl Node {
                 Transport::WebSocket => engine::metadata::user::Transport::WebSocket,
             },
             address: who.peer.to_string(),
-            node: self.ctx.cluster.as_ref().map(|cluster| cluster.replica),
+            node: Some(self.ctx.cluster.replica),
         };
         let result = self.submit(self.op(who.user_id, kind)).await;
         result.outcome?;

@@ -155,9 +155,9 @@ pub struct OwnedPartition {
     pub partition: Rc<Partition<RealStorage>>,
     stats: Arc<PartitionStats>,
     partition_id: u32,
-    /// Cluster mode: this node's replica of the partition's group, through
-    /// which every change goes.
-    replica: Option<PartitionReplica>,
+    /// This node's replica of the partition's group, through which every
+    /// change goes.
+    replica: PartitionReplica,
 }
 
 /// The file in a cluster partition's directory naming the incarnation the
@@ -211,7 +211,7 @@ impl Node {
         let persisted = options.durability == Durability::Persisted;
         let direct_io = match self.ctx.limits.direct_io {
             DirectIo::Always => true,
-            DirectIo::Fsync => persisted || self.ctx.cluster.is_some(),
+            DirectIo::Fsync => persisted || self.ctx.cluster.replicas > 1,
             DirectIo::Never => false,
         };
         // A partition written with direct I/O leaves nothing in the page
@@ -225,20 +225,20 @@ impl Node {
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
             // Every batch is fsynced: bypassing the page cache makes the
-            // fsync cheap (see storage's `partition::direct`). A cluster
-            // node's segments bypass the page cache too: three nodes each
+            // fsync cheap (see storage's `partition::direct`). A larger
+            // cluster's segments bypass the page cache too: three nodes each
             // writing every byte fill it past the kernel's dirty limits
             // and writeback throttles them (cluster_bench, session 15:
             // replicated buffered 138-181 MB/s, p99 27-31 ms, against
             // 387-449, p99 7.6-8.9, direct).
             direct_io,
-            // In a cluster the group's journal is fsynced under
-            // `persisted`, and so are the segments before a checkpoint
-            // (a `replicated` group's are not: a power-lost tail is
-            // refilled from the peers at boot).
-            direct_sync: persisted && self.ctx.cluster.is_none(),
-            // In a cluster the offsets come from the group's ops.
-            follow_log_end: self.ctx.cluster.is_some(),
+            // The group's journal is fsynced under `persisted`, and so
+            // are the segments before a checkpoint (a `replicated` group's
+            // are not: a power-lost tail is refilled from the peers at
+            // boot), never each write on its own.
+            direct_sync: false,
+            // The offsets come from the group's ops.
+            follow_log_end: true,
             cache_size_bytes: shared_cache
                 .as_ref()
                 .map_or(storage::partition::DEFAULT_CACHE_SIZE_BYTES, |shared| {
@@ -251,7 +251,7 @@ impl Node {
             log,
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
-            replicated_by_group: self.ctx.cluster.is_some(),
+            replicated_by_group: true,
         }
     }
 
@@ -270,7 +270,7 @@ impl Node {
         // peers; a roster of one has none, and is fenced the same way).
         // Once refused, it stays refused (its retirement fence) even if a
         // directory appears there later: only a delete clears it.
-        if self.ctx.cluster.as_ref().is_none_or(|c| c.replicas == 1) {
+        if self.ctx.cluster.replicas == 1 {
             let reason = if self.retired(addr).await {
                 Some(format!(
                     "the partition's history was lost earlier and it is retired ({}), so the \
@@ -301,7 +301,7 @@ impl Node {
         // A cluster node that missed a delete and re-create of this
         // partition holds an older incarnation's directory: it is removed
         // (replication spec §6.1), never served as the new one.
-        if self.ctx.cluster.is_some() && dir.exists() && !self.holds_incarnation(addr).await {
+        if dir.exists() && !self.holds_incarnation(addr).await {
             warn!(
                 dir = %dir.display(),
                 incarnation = ?self.incarnation(addr),
@@ -323,14 +323,9 @@ impl Node {
         }
         let options = self.partition_options(addr, options);
         let durability = options.durability;
-        // In a cluster a committed purge is the partition group's op
+        // A committed purge is the partition group's op
         // (`PartitionReplica::request_purge`), never carried out locally.
-        let local_purge = if self.ctx.cluster.is_some() {
-            0
-        } else {
-            purge_generation
-        };
-        let opened = Partition::open(RealStorage, &dir, options, local_purge).await?;
+        let opened = Partition::open(RealStorage, &dir, options, 0).await?;
         if !opened.report.truncated.is_empty() {
             warn!(dir = %dir.display(), truncated = ?opened.report.truncated, "recovered a partition with a torn tail");
         }
@@ -394,10 +389,8 @@ impl Node {
         if generation == 0 {
             return;
         }
-        if let Some(owned) = self.partitions.borrow().get(&ns)
-            && let Some(replica) = &owned.replica
-        {
-            replica.request_purge(generation);
+        if let Some(owned) = self.partitions.borrow().get(&ns) {
+            owned.replica.request_purge(generation);
         }
     }
 
@@ -489,11 +482,9 @@ impl Node {
         addr: PartitionAddr,
         dir: &std::path::Path,
     ) -> Result<(), StorageError> {
-        if self.ctx.cluster.is_some() {
-            let incarnation = self.incarnation(addr).unwrap_or(0);
-            let path = dir.join(CREATED_REVISION_FILE);
-            storage::counter_file::store(&RealStorage, &path, incarnation).await?;
-        }
+        let incarnation = self.incarnation(addr).unwrap_or(0);
+        let path = dir.join(CREATED_REVISION_FILE);
+        storage::counter_file::store(&RealStorage, &path, incarnation).await?;
         Ok(())
     }
 
@@ -506,45 +497,39 @@ impl Node {
     ) -> Result<(), StorageError> {
         let ns = addr.ns();
         let partition = Rc::new(partition);
-        let replica = match &self.ctx.cluster {
-            Some(shared) => {
-                let incarnation = self.incarnation(addr).unwrap_or(0);
-                // Only a node that was up when the create committed may
-                // start the group normal in its created view (replication
-                // spec §2): a create replayed while catching up after a
-                // restart or a wipe (stamped before this process started)
-                // boots the group blank, to be given the view's log.
-                let live = incarnation > self.ctx.started_at_us + LIVE_CREATE_MARGIN_US;
-                let started = PartitionReplica::start(
-                    shared.clone(),
-                    ns,
-                    incarnation,
-                    &self.partition_dir(addr),
-                    durability == Durability::Persisted,
-                    partition.clone(),
-                    created && live,
-                )
-                .await;
-                match started {
-                    Ok(replica) => Some(replica),
-                    Err(GroupError::Storage(e)) => return Err(e),
-                    // Replication spec §5.6, §6.1: the partition is
-                    // tombstoned here (not served, files kept); the rest
-                    // of the node serves on.
-                    Err(e) => {
-                        error!(
-                            ?addr,
-                            dir = %self.partition_dir(addr).display(),
-                            "refusing to serve this partition: {e}"
-                        );
-                        self.fenced
-                            .borrow_mut()
-                            .insert(ns, (Some(partition), e.to_string()));
-                        return Ok(());
-                    }
-                }
+        let incarnation = self.incarnation(addr).unwrap_or(0);
+        // Only a node that was up when the create committed may start the
+        // group normal in its created view (replication spec §2): a create
+        // replayed while catching up after a restart or a wipe (stamped
+        // before this process started) boots the group blank, to be given
+        // the view's log.
+        let live = incarnation > self.ctx.started_at_us + LIVE_CREATE_MARGIN_US;
+        let started = PartitionReplica::start(
+            self.ctx.cluster.clone(),
+            ns,
+            incarnation,
+            &self.partition_dir(addr),
+            durability == Durability::Persisted,
+            partition.clone(),
+            created && live,
+        )
+        .await;
+        let replica = match started {
+            Ok(replica) => replica,
+            Err(GroupError::Storage(e)) => return Err(e),
+            // Replication spec §5.6, §6.1: the partition is tombstoned here
+            // (not served, files kept); the rest of the node serves on.
+            Err(e) => {
+                error!(
+                    ?addr,
+                    dir = %self.partition_dir(addr).display(),
+                    "refusing to serve this partition: {e}"
+                );
+                self.fenced
+                    .borrow_mut()
+                    .insert(ns, (Some(partition), e.to_string()));
+                return Ok(());
             }
-            None => None,
         };
         let owned = OwnedPartition {
             partition,
@@ -582,7 +567,7 @@ impl Node {
             return;
         }
         let partition = self.partitions.borrow().get(&ns).cloned();
-        match partition.as_ref().and_then(|p| p.replica.as_ref()) {
+        match partition.as_ref().map(|p| &p.replica) {
             Some(replica) if replica.incarnation == frame.incarnation => {
                 replica.deliver(frame.from, frame.message);
             }
@@ -758,30 +743,16 @@ impl OwnedPartition {
         buffer: Vec<u8>,
         range: std::ops::Range<usize>,
     ) -> Result<PartitionReply, PartitionError> {
-        if let Some(replica) = &self.replica {
-            let outcome = replica.submit(Command::Append { buffer, range }).await;
-            self.publish_stats();
-            return Ok(replicated_reply(outcome));
-        }
-        let (receipt, committed) = self
-            .partition
-            .append(buffer, range, super::process_stats::now_us)
-            .await?;
+        let outcome = self.replica.submit(Command::Append { buffer, range }).await;
         self.publish_stats();
-        Ok(PartitionReply::Appended {
-            base_offset: receipt.base_offset,
-            committed,
-        })
+        Ok(replicated_reply(outcome))
     }
 
     /// The consumer's offset as this node serves it: the group's, or on
     /// the partition primary a later auto-commit not yet applied.
     fn serving_offset(&self, consumer: ConsumerKey) -> Option<Offset> {
         let stored = self.partition.stored_offset(consumer);
-        let pending = self
-            .replica
-            .as_ref()
-            .and_then(|replica| replica.pending_offset(consumer, stored));
+        let pending = self.replica.pending_offset(consumer, stored);
         pending.or(stored)
     }
 
@@ -789,8 +760,8 @@ impl OwnedPartition {
         // In a cluster the auto-commit is an op of the group, proposed
         // without waiting for it (replication spec §4.3); the primary
         // continues `Next` after it at once.
-        let auto_commit = self.replica.is_some() && std::mem::take(&mut request.auto_commit);
-        if self.replica.is_some() && request.start == PollStart::Next {
+        let auto_commit = std::mem::take(&mut request.auto_commit);
+        if request.start == PollStart::Next {
             request.start = self
                 .serving_offset(request.consumer)
                 .map_or(PollStart::Offset(Offset::ZERO), |o| {
@@ -801,9 +772,8 @@ impl OwnedPartition {
             .partition
             .poll(request, super::process_stats::now_us())
             .await?;
-        if let (true, Some(replica), Some(last)) = (
+        if let (true, Some(last)) = (
             auto_commit,
-            &self.replica,
             polled
                 .records
                 .last()
@@ -812,7 +782,7 @@ impl OwnedPartition {
             .serving_offset(request.consumer)
             .is_none_or(|served| served < last)
         {
-            replica.auto_commit(request.consumer, last);
+            self.replica.auto_commit(request.consumer, last);
         }
         let messages: u32 = polled.records.iter().map(|r| r.count).sum();
         let body = PolledBody {
@@ -841,36 +811,25 @@ impl OwnedPartition {
         offset: Offset,
         wait: bool,
     ) -> Result<PartitionReply, PartitionError> {
-        if let Some(replica) = &self.replica {
-            replica.forget_auto_commit(consumer);
-            let command = Command::StoreOffset { consumer, offset };
-            if !wait {
-                // NoAck: checked here, proposed, answered at once.
-                if self
-                    .partition
-                    .log()
-                    .last_offset()
-                    .is_none_or(|last| offset > last)
-                {
-                    return Err(PartitionError::OffsetBeyondEnd { offset });
-                }
-                replica.propose(command);
-                return Ok(PartitionReply::Stored {
-                    caught_up: false,
-                    committed: UNNUMBERED,
-                });
+        self.replica.forget_auto_commit(consumer);
+        let command = Command::StoreOffset { consumer, offset };
+        if !wait {
+            // NoAck: checked here, proposed, answered at once.
+            if self
+                .partition
+                .log()
+                .last_offset()
+                .is_none_or(|last| offset > last)
+            {
+                return Err(PartitionError::OffsetBeyondEnd { offset });
             }
-            return Ok(replicated_reply(replica.submit(command).await));
+            self.replica.propose(command);
+            return Ok(PartitionReply::Stored {
+                caught_up: false,
+                committed: UNNUMBERED,
+            });
         }
-        let now_us = super::process_stats::now_us();
-        let (caught_up, committed) = self
-            .partition
-            .store_offset(consumer, offset, now_us)
-            .await?;
-        Ok(PartitionReply::Stored {
-            caught_up,
-            committed,
-        })
+        Ok(replicated_reply(self.replica.submit(command).await))
     }
 
     async fn delete_offset(
@@ -878,21 +837,16 @@ impl OwnedPartition {
         consumer: ConsumerKey,
         wait: bool,
     ) -> Result<PartitionReply, PartitionError> {
-        if let Some(replica) = &self.replica {
-            replica.forget_auto_commit(consumer);
-            let command = Command::DeleteOffset { consumer };
-            if !wait {
-                if self.partition.stored_offset(consumer).is_none() {
-                    return Err(PartitionError::OffsetNotFound);
-                }
-                replica.propose(command);
-                return Ok(PartitionReply::Deleted(UNNUMBERED));
+        self.replica.forget_auto_commit(consumer);
+        let command = Command::DeleteOffset { consumer };
+        if !wait {
+            if self.partition.stored_offset(consumer).is_none() {
+                return Err(PartitionError::OffsetNotFound);
             }
-            return Ok(replicated_reply(replica.submit(command).await));
+            self.replica.propose(command);
+            return Ok(PartitionReply::Deleted(UNNUMBERED));
         }
-        let now_us = super::process_stats::now_us();
-        let committed = self.partition.delete_offset(consumer, now_us).await?;
-        Ok(PartitionReply::Deleted(committed))
+        Ok(replicated_reply(self.replica.submit(command).await))
     }
 
     async fn flush(&self, fsync: bool) -> Result<PartitionReply, PartitionError> {
@@ -902,59 +856,50 @@ impl OwnedPartition {
         Ok(PartitionReply::Done)
     }
 
-    /// Purge number `generation` (see `engine::partition`); in a cluster
-    /// the partition's group carries it out as an op of its own, as soon
-    /// as its primary proposes it.
+    /// Purge number `generation`: the partition's group carries it out as
+    /// an op of its own, as soon as its primary proposes it.
     pub(super) async fn purge(&self, generation: u64) -> Result<(), PartitionError> {
-        if let Some(replica) = &self.replica {
-            replica.request_purge(generation);
-            // The group's primary proposes it within a tick; wait (a
-            // while) for this node to apply it, so that the purge's
-            // answer and the stats after it show the partition empty.
-            wait_until(PURGE_WAIT, || {
-                self.partition.purge_generation() >= generation
-            })
-            .await;
-            self.publish_stats();
-            if self.partition.purge_generation() < generation {
-                warn!(
-                    partition = self.partition_id,
-                    generation, "the purge is not applied here yet; it completes later"
-                );
-                let partition = self.partition.clone();
-                let stats = self.stats.clone();
-                compio::runtime::spawn(async move {
-                    // Until applied, or the partition is gone (only
-                    // this task still holds it).
-                    while partition.purge_generation() < generation
-                        && Rc::strong_count(&partition) > 1
-                    {
-                        compio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    }
-                    publish_stats(partition.log(), &stats);
-                })
-                .detach();
-            }
-            return Ok(());
-        }
-        self.partition.purge(generation).await?;
+        self.replica.request_purge(generation);
+        // The group's primary proposes it within a tick; wait (a while) for
+        // this node to apply it, so that the purge's answer and the stats
+        // after it show the partition empty.
+        wait_until(PURGE_WAIT, || {
+            self.partition.purge_generation() >= generation
+        })
+        .await;
         self.publish_stats();
+        if self.partition.purge_generation() < generation {
+            warn!(
+                partition = self.partition_id,
+                generation, "the purge is not applied here yet; it completes later"
+            );
+            let partition = self.partition.clone();
+            let stats = self.stats.clone();
+            compio::runtime::spawn(async move {
+                // Until applied, or the partition is gone (only this task
+                // still holds it).
+                while partition.purge_generation() < generation && Rc::strong_count(&partition) > 1
+                {
+                    compio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                publish_stats(partition.log(), &stats);
+            })
+            .detach();
+        }
         Ok(())
     }
 
     pub(super) async fn delete_segments(&self, count: u32) -> Result<usize, PartitionError> {
-        // In a cluster retention stops at the group's last checkpoint
-        // (the journal above it names batches in these segments): ask for
-        // one at the committed end first and wait (a while) for it.
-        if let Some(replica) = &self.replica {
-            let target = self.partition.committed_end();
-            if self.partition.checkpointed_end() < target {
-                replica.request_checkpoint();
-                wait_until(CHECKPOINT_WAIT, || {
-                    self.partition.checkpointed_end() >= target
-                })
-                .await;
-            }
+        // Retention stops at the group's last checkpoint (the journal above
+        // it names batches in these segments): ask for one at the committed
+        // end first and wait (a while) for it.
+        let target = self.partition.committed_end();
+        if self.partition.checkpointed_end() < target {
+            self.replica.request_checkpoint();
+            wait_until(CHECKPOINT_WAIT, || {
+                self.partition.checkpointed_end() >= target
+            })
+            .await;
         }
         let deleted = self.partition.delete_segments(count).await?;
         self.publish_stats();

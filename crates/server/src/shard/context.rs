@@ -24,7 +24,7 @@ pub(super) fn server_context(
         limits: options.limits.clone(),
         advertised: advertised(bound),
         encryption: options.encryption.clone(),
-        cluster: Some({
+        cluster: {
             let start = &options.cluster;
             let placement = &start.placement;
             let mut shared = ClusterShared::new(
@@ -38,7 +38,7 @@ pub(super) fn server_context(
             shared.implicit = start.implicit;
             shared.disk = DiskSpace::new(&options.data_path);
             Arc::new(shared)
-        }),
+        },
     };
     ServerContext::new(context, inboxes)
 }

@@ -138,14 +138,14 @@ impl ShardSet {
     /// for on a single node or in a larger cluster, whose group needs its
     /// peers.
     pub fn await_lone_cluster(&self, timeout: Duration) -> anyhow::Result<()> {
-        let Some(cluster) = &self.context.cluster else {
-            return Ok(());
-        };
+        let cluster = &self.context.cluster;
         if cluster.replicas != 1 {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;
-        while !cluster.is_settled() {
+        // Ready once the metadata group has its users and every partition
+        // group has committed again what it journaled before a restart.
+        while !cluster.is_settled() || cluster.booting() > 0 {
             if self.threads.iter().any(|(_, handle)| handle.is_finished()) {
                 anyhow::bail!("a shard stopped while the metadata group was starting");
             }
@@ -260,13 +260,7 @@ async fn shard_main(start: ShardStart) -> Option<String> {
     } = start;
     // Shard 0 runs this node's replica of the metadata group; every shard
     // starts from the empty state it replays as the group commits.
-    let committer = cluster.map(|cluster| {
-        let shared = ctx
-            .cluster
-            .clone()
-            .expect("every node shares its cluster state");
-        Committer::new(cluster, shared)
-    });
+    let committer = cluster.map(|cluster| Committer::new(cluster, ctx.cluster.clone()));
     let node = Node::new(spec.id, ctx.clone(), MetadataState::new(), 0, committer);
     let shard = Rc::new(Shard::new(spec.id, ctx.clone(), node));
     if let Err(e) = shard.node.start().await {

@@ -126,9 +126,9 @@ pub const ONE_NODE_CLUSTER: &str = "[cluster]\nenabled = true\nname = \"solo\"\n
     [cluster.nodes.ports]\ntcp = 0\nhttp = 0\nquic = 0\nwebsocket = 0\n";
 
 /// `IGGY_TEST_AS_CLUSTER=1` in the test's environment runs every server
-/// the harness starts as a one-node cluster (`ONE_NODE_CLUSTER` appended
-/// to its configuration), to measure how far the single node's behaviour
-/// holds on the cluster path.
+/// the harness starts with an explicit roster of one (`ONE_NODE_CLUSTER`
+/// appended to its configuration) instead of the implicit one a server
+/// without `[cluster]` runs as.
 fn as_cluster(options: &ServerOptions) -> Option<ServerOptions> {
     if std::env::var("IGGY_TEST_AS_CLUSTER").ok().as_deref() != Some("1")
         || options

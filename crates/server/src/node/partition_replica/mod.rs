@@ -64,15 +64,15 @@ use tracing::{error, info, warn};
 
 mod auto_commit;
 mod log_fetch;
+mod prepare_memo;
+
+use prepare_memo::PrepareMemo;
 
 use log_fetch::Fetch;
 
 use super::cluster_commit::{DOUBT_MAX, TICK};
 use super::cluster_state::ClusterShared;
 use super::process_stats::now_us;
-use bytes::Bytes;
-use server::cluster::LinkSender;
-use server::cluster::lanes::Lane;
 
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
@@ -216,7 +216,16 @@ impl PartitionReplica {
         })
         .detach();
         let leading = Rc::new(Cell::new(None));
+        // A group of one that restarts with ops to commit again holds the
+        // node's readiness until it has (`ClusterShared::booting`).
+        let replica = group.group().replica();
+        let boot_head =
+            (shared.replicas == 1 && replica.commit_min() < replica.head()).then(|| replica.head());
+        if boot_head.is_some() {
+            shared.boot_started();
+        }
         let task = Task {
+            boot_head,
             leading: leading.clone(),
             shared,
             ns,
@@ -370,68 +379,8 @@ struct Task {
     last_prepare: PrepareMemo,
     /// The view this node leads the group in, while normal.
     leading: Rc<Cell<Option<View>>>,
-}
-
-/// What makes two prepares the same frame: the message's fields and the
-/// entry (its identity covers the content; its body is the same buffer).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PrepareKey {
-    view: View,
-    commit: u64,
-    op: u64,
-    identity: u64,
-    body: *const u8,
-}
-
-/// The latest prepare this group sent, encoded: a prepare goes to every
-/// backup in turn, and is encoded (copied and checksummed) once for all.
-#[derive(Default)]
-struct PrepareMemo(Option<(PrepareKey, Lane, Bytes)>);
-
-impl PrepareMemo {
-    /// Queues `message` to `to`; a prepare equal to the latest one reuses
-    /// its bytes.
-    fn send(
-        &mut self,
-        shared: &ClusterShared,
-        ns: u64,
-        incarnation: u64,
-        to: ReplicaId,
-        message: Message,
-    ) {
-        let Some(key) = PrepareKey::of(&message) else {
-            shared.send(to, ns, incarnation, message);
-            return;
-        };
-        let (lane, bytes) = match &self.0 {
-            Some((last, lane, bytes)) if *last == key => (*lane, bytes.clone()),
-            _ => {
-                let (lane, bytes) = LinkSender::encode(&shared.frame(ns, incarnation, message));
-                self.0 = Some((key, lane, bytes.clone()));
-                (lane, bytes)
-            }
-        };
-        shared.send_encoded(to, ns, lane, bytes);
-    }
-}
-
-impl PrepareKey {
-    fn of(message: &Message) -> Option<PrepareKey> {
-        match message {
-            Message::Prepare {
-                view,
-                commit,
-                entry,
-            } => Some(PrepareKey {
-                view: *view,
-                commit: commit.0,
-                op: entry.op.0,
-                identity: entry.identity,
-                body: entry.body.as_ptr(),
-            }),
-            _ => None,
-        }
-    }
+    /// A group of one's journal head at boot, until it is committed.
+    boot_head: Option<Op>,
 }
 
 impl Task {
@@ -444,6 +393,9 @@ impl Task {
         if self.group.has_boot_gap() {
             if let Err(e) = self.group.refill_boot_gap().await {
                 error!(ns = self.ns, "this partition's replica stops serving: {e}");
+                if self.boot_head.take().is_some() {
+                    self.shared.boot_done();
+                }
                 self.shared.forget_partition(self.ns);
                 self.refuse_all();
                 return;
@@ -513,6 +465,12 @@ impl Task {
             }
             self.settle();
             let replica = self.group.group().replica();
+            if let Some(head) = self.boot_head
+                && replica.commit_min() >= head
+            {
+                self.boot_head = None;
+                self.shared.boot_done();
+            }
             let seen = (
                 replica.view(),
                 replica.status() == consensus::vsr::Status::Normal,
@@ -525,6 +483,9 @@ impl Task {
                 .set((seen.1 && replica.is_primary()).then_some(seen.0));
         }
         self.leading.set(None);
+        if self.boot_head.take().is_some() {
+            self.shared.boot_done();
+        }
         self.shared.forget_partition(self.ns);
         self.refuse_all();
         info!(ns = self.ns, "partition replica stopped");
