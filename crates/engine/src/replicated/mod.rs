@@ -34,9 +34,11 @@
 //!      then the state machine's own snapshot bytes, to the end
 //! ```
 
+mod join;
 #[cfg(test)]
 pub(crate) mod net;
 mod no_space;
+mod seed;
 #[cfg(test)]
 mod tests;
 
@@ -59,6 +61,7 @@ use storage::superblock::{self, Identity, Superblock};
 use storage::{Storage, StorageError};
 
 pub use no_space::{NO_SPACE_RETRY, wait_for_space};
+pub use seed::seed_checkpoint;
 
 /// What a group's state machine is to its driver. Applying may await (the
 /// server applies a metadata op on every shard before it answers); the
@@ -694,14 +697,22 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     self.machine.cut_held(op).await?;
                 }
                 Action::Sync => {
+                    // The journal's records and the machine's held bodies
+                    // are made durable together: an op is acknowledged
+                    // only once both are, and a boot cuts a record whose
+                    // body is missing (and a body no record names).
                     let (dir, journal, fsync) = (&self.dir, &self.journal, self.fsync);
-                    wait_for_space(dir, async || match fsync {
-                        true => journal.sync().await,
-                        false => journal.write_out().await,
-                    })
-                    .await?;
                     let machine = &mut self.machine;
-                    wait_for_space(dir, async || machine.sync_held(fsync).await).await?;
+                    let (journaled, held) = join::join2(
+                        wait_for_space(dir, async || match fsync {
+                            true => journal.sync().await,
+                            false => journal.write_out().await,
+                        }),
+                        wait_for_space(dir, async || machine.sync_held(fsync).await),
+                    )
+                    .await;
+                    journaled?;
+                    held?;
                 }
                 Action::Superblock { view, log_view } => {
                     let uncertain = self.persisted.is_some_and(|s| s.uncertain);
@@ -867,46 +878,6 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> Vec<u8> {
     out.extend_from_slice(&(snapshot.state.len() as u64).to_le_bytes());
     out.extend_from_slice(&snapshot.state);
     out
-}
-
-/// Writes a group's first checkpoint into the empty journal in `dir`: the
-/// machine's state `state` (its `snapshot` bytes) as of op `op`, with no
-/// clients and no replies (a group adopting state kept outside it, such
-/// as a single node's data brought up as a group of one). The group then
-/// opens from it as from any checkpoint of its own.
-pub async fn seed_checkpoint<S: Storage>(
-    storage: S,
-    dir: &Path,
-    op: Op,
-    timestamp_us: u64,
-    state: &[u8],
-) -> Result<(), StorageError> {
-    let (journal, recovery) = Journal::open(storage, dir).await?;
-    // Precondition: nothing of the group is there yet.
-    assert!(
-        recovery.snapshot.is_none() && recovery.records.is_empty(),
-        "a checkpoint is seeded only into an empty journal"
-    );
-    let request = consensus::vsr::message::Request {
-        client: ClientId(0),
-        number: RequestNumber(0),
-        body: Bytes::new(),
-    };
-    let entry = Entry::new(op, View(0), 0, request, timestamp_us);
-    let mut with_replies = Vec::with_capacity(4 + state.len());
-    put_u32(&mut with_replies, 0);
-    with_replies.extend_from_slice(state);
-    let snapshot = Snapshot {
-        entry,
-        clients: Vec::new(),
-        state: with_replies,
-    };
-    journal
-        .install_snapshot(op.0, encode_snapshot(&snapshot))
-        .await?;
-    // Postcondition: the next op the journal takes follows the checkpoint.
-    assert_eq!(journal.last_sequence(), op.0, "seeded at its op");
-    Ok(())
 }
 
 /// Reads a little-endian byte string front to back.

@@ -232,11 +232,13 @@ impl Node {
             // replicated buffered 138-181 MB/s, p99 27-31 ms, against
             // 387-449, p99 7.6-8.9, direct).
             direct_io,
-            // The group's journal is fsynced under `persisted`, and so
-            // are the segments before a checkpoint (a `replicated` group's
-            // are not: a power-lost tail is refilled from the peers at
-            // boot), never each write on its own.
-            direct_sync: false,
+            // A larger roster's group journal is fsynced under
+            // `persisted`, and so are the segments before a checkpoint (a
+            // `replicated` group's are not: a power-lost tail is refilled
+            // from the peers at boot). A roster of one writes a `persisted`
+            // batch with O_DSYNC instead of a write and an fdatasync, as
+            // its journal writes its record, the two beside each other.
+            direct_sync: persisted && self.ctx.cluster.replicas == 1,
             // The offsets come from the group's ops.
             follow_log_end: true,
             cache_size_bytes: shared_cache
