@@ -188,6 +188,11 @@ batch="--message-size 1000 --messages-per-batch 1000 --message-batches $batches"
 gb_pair=$(awk -v b="$batches" 'BEGIN {print 2 * b / 1000}')
 gb_single=$(awk -v b="$batches" 'BEGIN {print 20 * b / 1000000}')
 gb_hundred=$(awk -v b="$batches" 'BEGIN {print 5 * b / 10000}')
+# $WORKLOADS (default: all) picks workloads by name: pair (2 producers,
+# then 2 consumers), fsync, single (1 message per batch), hundred.
+want() {
+    [ -z "${WORKLOADS:-}" ] || [[ " $WORKLOADS " == *" $1 "* ]]
+}
 for round in $(seq "$rounds"); do
     for side in $labels; do
         binary=$old
@@ -196,14 +201,22 @@ for round in $(seq "$rounds"); do
             binary=$new
             [ "$side" = ref ] && is_ref=1
         fi
-        fresh "$binary" $is_ref 2 false
-        echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch)"
-        echo "round $round $side 2 consumers:  $(run "$gb_pair" pinned-consumer --consumers 2 $batch)"
-        fresh "$binary" $is_ref 2 true
-        echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync)"
-        fresh "$binary" $is_ref 1 false
-        echo "round $round $side 1 message:    $(run "$gb_single" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
-        fresh "$binary" $is_ref 1 false
-        echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
+        if want pair; then
+            fresh "$binary" $is_ref 2 false
+            echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch)"
+            echo "round $round $side 2 consumers:  $(run "$gb_pair" pinned-consumer --consumers 2 $batch)"
+        fi
+        if want fsync; then
+            fresh "$binary" $is_ref 2 true
+            echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync)"
+        fi
+        if want single; then
+            fresh "$binary" $is_ref 1 false
+            echo "round $round $side 1 message:    $(run "$gb_single" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
+        fi
+        if want hundred; then
+            fresh "$binary" $is_ref 1 false
+            echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
+        fi
     done
 done

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use harness::TestServer;
 use harness::cluster::*;
-use harness::http::{request, root_token};
+use harness::http::{http_client_ids, request, root_token};
 use iggy::prelude::*;
 
 /// Failover measurement (`IGGY_CLUSTER_FAILOVER=<rounds>`, off in the
@@ -722,21 +722,6 @@ fn given_an_isolated_leader_whose_sessions_were_ended_when_it_heals_should_close
 /// Two-second client heartbeats: a lost node's sessions end after 2.4 s.
 const HEARTBEAT_2S: &str = "[heartbeat]\ninterval = \"2 s\"\n\n";
 
-/// The `client_id`s node `node` lists in `/clients` with transport HTTP
-/// (each node lists its own sessions).
-fn http_client_ids(node: &Node, token: &str) -> Vec<u64> {
-    let response = request(node.http, "GET", "/clients", Some(token), None);
-    assert_eq!(response.status, 200, "{}", response.text());
-    response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["transport"] == "HTTP")
-        .map(|c| c["client_id"].as_u64().unwrap())
-        .collect()
-}
-
 /// Sends one message, `payload`, to partition 0 of `orders`/`t` over HTTP
 /// through `node` with `token`, until the node accepts it (the partition's
 /// group may still be electing a primary).
@@ -783,7 +768,7 @@ fn given_an_http_session_ended_while_its_node_was_cut_off_when_it_writes_again_s
     // The credential's first write opens its session on this node.
     let token = root_token(node.http);
     send_over_http(node, &token, "before");
-    let first = http_client_ids(node, &token);
+    let first = http_client_ids(node.http, &token);
     assert_eq!(first.len(), 1, "one HTTP session: {first:?}");
 
     let ended = || {
@@ -823,7 +808,7 @@ fn given_an_http_session_ended_while_its_node_was_cut_off_when_it_writes_again_s
     });
 
     send_over_http(node, &token, "after");
-    let second = http_client_ids(node, &token);
+    let second = http_client_ids(node.http, &token);
     assert_eq!(second.len(), 1, "one HTTP session: {second:?}");
     assert_ne!(
         second, first,

@@ -7,7 +7,7 @@ mod harness;
 
 use std::net::SocketAddr;
 
-use harness::http::{request, request_with, root_token};
+use harness::http::{http_clients, request, request_with, root_token};
 use harness::sdk::{id, name, root_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
@@ -783,20 +783,6 @@ fn a_request_head_dripping_past_the_frame_timeout_is_closed() {
 
 fn ok(status: u16) -> bool {
     (200..300).contains(&status)
-}
-
-/// The clients `/clients` lists with transport HTTP.
-fn http_clients(addr: SocketAddr, token: &str) -> Vec<serde_json::Value> {
-    let response = request(addr, "GET", "/clients", Some(token), None);
-    assert_eq!(response.status, 200, "{}", response.text());
-    response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["transport"] == "HTTP")
-        .cloned()
-        .collect()
 }
 
 #[test]

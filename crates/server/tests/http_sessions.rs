@@ -11,7 +11,7 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
 
-use harness::http::{RawResponse, request, root_token};
+use harness::http::{RawResponse, http_client_ids, request, root_token};
 use harness::{ServerOptions, TestServer, Workdir, raw};
 use protocol::CommandCode;
 use protocol::header::{ReplyHeader, RequestHeader};
@@ -37,20 +37,6 @@ fn stream_names(addr: SocketAddr, token: &str) -> Vec<String> {
     let response = request(addr, "GET", "/streams", Some(token), None);
     assert_eq!(response.status, 200, "{}", response.text());
     response.sorted_names()
-}
-
-/// The `client_id`s `/clients` lists with transport HTTP.
-fn http_client_ids(addr: SocketAddr, token: &str) -> Vec<u64> {
-    let response = request(addr, "GET", "/clients", Some(token), None);
-    assert_eq!(response.status, 200, "{}", response.text());
-    response
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["transport"] == "HTTP")
-        .map(|c| c["client_id"].as_u64().unwrap())
-        .collect()
 }
 
 /// Creates `WRITERS` streams at once with one credential; every write must

@@ -34,7 +34,7 @@ pub enum Command {
         consumer: ConsumerKey,
     },
     /// Empties the partition as purge number `generation` (its log
-    /// restarts at its end; stored offsets go).
+    /// restarts at offset 0; stored offsets go).
     Purge {
         generation: u64,
     },

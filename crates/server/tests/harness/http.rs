@@ -45,6 +45,29 @@ impl RawResponse {
     }
 }
 
+/// The clients `GET /clients` on `addr` lists with transport HTTP (a node
+/// lists its own sessions).
+pub fn http_clients(addr: SocketAddr, token: &str) -> Vec<serde_json::Value> {
+    let response = request(addr, "GET", "/clients", Some(token), None);
+    assert_eq!(response.status, 200, "{}", response.text());
+    response
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["transport"] == "HTTP")
+        .cloned()
+        .collect()
+}
+
+/// The `client_id`s of `http_clients`.
+pub fn http_client_ids(addr: SocketAddr, token: &str) -> Vec<u64> {
+    http_clients(addr, token)
+        .iter()
+        .map(|c| c["client_id"].as_u64().unwrap())
+        .collect()
+}
+
 /// Sends one request; `token` becomes the bearer.
 pub fn request(
     addr: SocketAddr,
