@@ -190,6 +190,9 @@ struct Dvc {
     uncertain: bool,
 }
 
+/// Ops a primary keeps in its pipeline (prepared, not yet committed).
+pub const PIPELINE_DEPTH_DEFAULT: usize = 32;
+
 pub struct VsrReplica {
     id: ReplicaId,
     n: u8,
@@ -322,7 +325,7 @@ impl VsrReplica {
             n,
             quorums: Quorums::of(n),
             timing,
-            pipeline_max: crate::replica::PIPELINE_DEPTH_DEFAULT,
+            pipeline_max: PIPELINE_DEPTH_DEFAULT,
             status: if single {
                 Status::Normal
             } else {

@@ -248,16 +248,13 @@ impl Cluster {
     async fn messages_from(&self, id: u8, start: PollStart) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
         let partition = self.net.node(id).partition().clone();
         let polled = partition
-            .poll(
-                PollRequest {
-                    start,
-                    count: 1000,
-                    consumer: (ConsumerKind::Consumer, 1),
-                    auto_commit: false,
-                    max_bytes: u64::MAX,
-                },
-                0,
-            )
+            .poll(PollRequest {
+                start,
+                count: 1000,
+                consumer: (ConsumerKind::Consumer, 1),
+                auto_commit: false,
+                max_bytes: u64::MAX,
+            })
             .await
             .expect("polls");
         polled

@@ -1,41 +1,36 @@
 //! One partition as the engine runs it, over the storage seam: its log,
 //! the stored offset of each consumer, and what each consumer group was
-//! served. The server moves requests to the owning shard and renders
-//! replies; the rules live here, so the simulated disk's crash tests cover
-//! them.
+//! served. Every change is an op of the partition's group
+//! (`crate::cluster_partition`), which writes a batch as the op is
+//! journaled (`hold_append`) and applies committed ops here
+//! (`apply_append`, `apply_store_offset`, `apply_delete_offset`,
+//! `apply_purge`). The server moves requests to the owning shard and
+//! renders replies.
 //!
-//! The rules: an append is acknowledged once the partition's durability
-//! allows (`replicated`: written to the kernel, `persisted`: fsynced, with
-//! concurrent appends sharing the write or fsync); a poll starts where its
-//! strategy says (`Next` = the consumer's stored offset + 1) and, with
-//! auto-commit, stores the last offset it served; an offset is stored only
-//! below the log's end; a purge empties the log and every offset and then
-//! records its generation, so a purge interrupted by a crash is carried out
-//! again at open and a completed one never twice.
+//! The rules: a poll serves only the committed log and starts where its
+//! strategy says (`Next` = the consumer's stored offset + 1); an offset is
+//! stored only below the log's end; a purge empties the log and every
+//! offset and then records its generation (and, in a group, its op), so a
+//! purge interrupted by a crash is carried out again and a completed one
+//! never twice.
 //!
 //! Invariants: a stored offset never exceeds the log's last offset when it
 //! is stored; `served` only grows until a purge; the recorded purge
 //! generation never decreases.
 
-pub mod group;
-#[cfg(test)]
-mod tests;
-
 use std::cell::{Cell, RefCell};
 
 use consensus::Op;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use storage::offsets::{ConsumerKind, OffsetProblem, OffsetStore};
 use storage::{
-    AppendReceipt, LogOptions, Offset, PartitionLog, PolledRecord, RecoveryReport, Storage,
-    StorageError, purge_gen,
+    LogOptions, Offset, PartitionLog, PolledRecord, RecoveryReport, Storage, StorageError,
+    purge_gen,
 };
 
 use crate::metadata::topic::options::Durability;
-use group::PartitionGroup;
 
 /// The op a change of the partition was numbered in its group, and the
 /// group's commit point when it was answered (reply header `op`/`commit`).
@@ -92,7 +87,9 @@ pub struct PollRequest {
     /// Messages at most (0 polls nothing).
     pub count: u32,
     pub consumer: ConsumerKey,
-    /// Store the last offset served as the consumer's offset.
+    /// Store the last offset served as the consumer's offset: the server
+    /// proposes it to the partition's group (replication spec §4.3); the
+    /// poll itself stores nothing.
     pub auto_commit: bool,
     pub max_bytes: u64,
 }
@@ -138,8 +135,6 @@ pub struct Partition<S: Storage> {
     /// Cluster mode: the op of the group's purge that last emptied the log
     /// (`purge.op`): a replay skips the ops below it.
     purge_op: Cell<u64>,
-    /// This partition's consensus group: op numbering and commit order.
-    group: PartitionGroup<S>,
 }
 
 impl<S: Storage> Partition<S> {
@@ -163,17 +158,11 @@ impl<S: Storage> Partition<S> {
             .collect();
         let recorded = purge_gen::load(&storage, dir).await;
         let purge_op = purge_gen::load_op(&storage, dir).await?;
-        let acknowledgement = match options.durability {
-            Durability::Persisted => consensus::Durability::Synced,
-            Durability::Replicated => consensus::Durability::Written,
-        };
-        let group = PartitionGroup::open(storage.clone(), dir, acknowledgement).await?;
         // A group's restore and replay raise it to what it committed.
         let committed_end = Cell::new(log.start_offset());
         let partition = Partition {
             checkpointed_end: committed_end.clone(),
             committed_end,
-            group,
             storage,
             dir: dir.to_path_buf(),
             log,
@@ -248,56 +237,6 @@ impl<S: Storage> Partition<S> {
     /// (0 when none did); the ops below it were purged.
     pub fn purge_op(&self) -> consensus::Op {
         consensus::Op(self.purge_op.get())
-    }
-
-    /// Appends the batch record at `buffer[range]` and returns once the
-    /// partition's durability allows acknowledging it: written to the
-    /// kernel (survives a process kill) or, under `persisted`, fsynced.
-    /// Producers faster than the disk or the offset reservation wait.
-    pub async fn append(
-        &self,
-        buffer: Vec<u8>,
-        range: Range<usize>,
-        now_us: impl FnOnce() -> u64,
-    ) -> Result<(AppendReceipt, Committed)> {
-        let permit = self.group.admit().await?;
-        // The op is numbered and stamped as the batch is appended (nothing
-        // awaited in between), so ops follow offsets; its timestamp is the
-        // batch's base timestamp.
-        let pending = RefCell::new(None);
-        let appended = self
-            .log
-            .append_at_when_ready(buffer, range, || {
-                let op = permit.prepare(now_us());
-                let timestamp_us = op.timestamp_us;
-                *pending.borrow_mut() = Some(op);
-                timestamp_us
-            })
-            .await;
-        let pending = pending.into_inner();
-        let durable = match appended {
-            Ok(receipt) => self.make_acknowledgeable(&receipt).await.map(|()| receipt),
-            Err(e) => Err(e.into()),
-        };
-        let committed = match pending {
-            Some(op) => Some(op.commit().await),
-            None => None,
-        };
-        let receipt = durable?;
-        let (op, commit) = committed.expect("an appended batch was prepared");
-        // Postconditions: the acknowledged batch is in a segment file, and
-        // under `persisted` fsynced.
-        assert!(
-            self.log.written_offset() >= Some(receipt.last_offset),
-            "an acknowledged batch is written"
-        );
-        assert!(
-            self.durability != Durability::Persisted
-                || self.log.durable_offset() >= Some(receipt.last_offset),
-            "a persisted acknowledgement is fsynced"
-        );
-        assert!(commit >= op, "answered once committed");
-        Ok((receipt, Committed { op, commit }))
     }
 
     /// Cluster mode: writes a prepared op's batch at the offset its primary
@@ -508,16 +447,6 @@ impl<S: Storage> Partition<S> {
         Ok(())
     }
 
-    /// Waits until the batch may be acknowledged: written to the kernel
-    /// (it survives a process kill) or, under `persisted`, fsynced.
-    async fn make_acknowledgeable(&self, receipt: &AppendReceipt) -> Result<()> {
-        match self.durability {
-            Durability::Persisted => self.log.wait_durable(receipt.last_offset).await?,
-            Durability::Replicated => self.log.wait_written(receipt.last_offset).await?,
-        }
-        Ok(())
-    }
-
     /// The newest offset a poll may serve: what the partition's durability
     /// lets it acknowledge (written, or fsynced under `persisted`), never a
     /// batch still on its way to the segment, which a crash could take
@@ -562,14 +491,13 @@ impl<S: Storage> Partition<S> {
     }
 
     /// Reads up to `count` messages (at most `max_bytes`) from where
-    /// `start` says. A consumer group's served mark advances; with
-    /// `auto_commit` the last offset served is stored.
-    pub async fn poll(&self, request: PollRequest, now_us: u64) -> Result<Polled> {
+    /// `start` says. A consumer group's served mark advances.
+    pub async fn poll(&self, request: PollRequest) -> Result<Polled> {
         let PollRequest {
             start,
             count,
             consumer,
-            auto_commit,
+            auto_commit: _,
             max_bytes,
         } = request;
         // What the consumer may read up to, as the reply reports it.
@@ -602,15 +530,12 @@ impl<S: Storage> Partition<S> {
         let last_served = records
             .last()
             .map(|r| r.first_offset.plus(u64::from(r.count) - 1));
-        if let Some(last) = last_served {
-            if consumer.0 == ConsumerKind::ConsumerGroup {
-                let mut served = self.served.borrow_mut();
-                let entry = served.entry(consumer).or_insert(last);
-                *entry = (*entry).max(last);
-            }
-            if auto_commit {
-                self.auto_commit(consumer, last, now_us).await?;
-            }
+        if let Some(last) = last_served
+            && consumer.0 == ConsumerKind::ConsumerGroup
+        {
+            let mut served = self.served.borrow_mut();
+            let entry = served.entry(consumer).or_insert(last);
+            *entry = (*entry).max(last);
         }
         Ok(Polled {
             current_offset,
@@ -618,73 +543,8 @@ impl<S: Storage> Partition<S> {
         })
     }
 
-    /// The store a poll with auto-commit makes: an op of the group like a
-    /// client's store, which the poll does not wait to see committed.
-    async fn auto_commit(&self, consumer: ConsumerKey, last: Offset, now_us: u64) -> Result<()> {
-        let permit = self.group.admit().await?;
-        if self
-            .stored_offset(consumer)
-            .is_some_and(|stored| last <= stored)
-        {
-            return Ok(());
-        }
-        let pending = permit.prepare(now_us);
-        self.offsets.borrow_mut().insert(consumer, last);
-        let stored = self
-            .offsets_store
-            .store(consumer.0, consumer.1, last, false)
-            .await;
-        pending.ack();
-        Ok(stored?)
-    }
-
     pub fn stored_offset(&self, consumer: ConsumerKey) -> Option<Offset> {
         self.offsets.borrow().get(&consumer).copied()
-    }
-
-    /// Stores a consumer's offset (written before it returns; fsynced under
-    /// `persisted` offset durability). Returns whether it reaches the
-    /// highest offset ever served to that consumer (a pending revocation
-    /// may then complete).
-    pub async fn store_offset(
-        &self,
-        consumer: ConsumerKey,
-        offset: Offset,
-        now_us: u64,
-    ) -> Result<(bool, Committed)> {
-        let permit = self.group.admit().await?;
-        match self.log.last_offset() {
-            Some(last) if offset <= last => {}
-            _ => return Err(PartitionError::OffsetBeyondEnd { offset }),
-        }
-        let pending = permit.prepare(now_us);
-        self.offsets.borrow_mut().insert(consumer, offset);
-        let fsync = self.offset_durability == Durability::Persisted;
-        let stored = self
-            .offsets_store
-            .store(consumer.0, consumer.1, offset, fsync)
-            .await;
-        let (op, commit) = pending.commit().await;
-        stored?;
-        let caught_up = self
-            .served
-            .borrow()
-            .get(&consumer)
-            .is_none_or(|&served| offset >= served);
-        Ok((caught_up, Committed { op, commit }))
-    }
-
-    pub async fn delete_offset(&self, consumer: ConsumerKey, now_us: u64) -> Result<Committed> {
-        let permit = self.group.admit().await?;
-        if self.stored_offset(consumer).is_none() {
-            return Err(PartitionError::OffsetNotFound);
-        }
-        let pending = permit.prepare(now_us);
-        self.offsets.borrow_mut().remove(&consumer);
-        let deleted = self.offsets_store.delete(consumer.0, consumer.1).await;
-        let (op, commit) = pending.commit().await;
-        deleted?;
-        Ok(Committed { op, commit })
     }
 
     /// Served beyond the stored offset: moving this partition now could

@@ -770,10 +770,7 @@ impl OwnedPartition {
                     PollStart::Offset(o.next())
                 });
         }
-        let polled = self
-            .partition
-            .poll(request, super::process_stats::now_us())
-            .await?;
+        let polled = self.partition.poll(request).await?;
         if let (true, Some(last)) = (
             auto_commit,
             polled

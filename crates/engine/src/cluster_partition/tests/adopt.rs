@@ -12,28 +12,28 @@ async fn given_a_single_node_partition_when_a_group_of_one_adopts_it_should_serv
         .create_dir_all(&partition_dir())
         .await
         .expect("dirs");
-    let single = PartitionOptions {
-        replicated_by_group: false,
-        ..options()
-    };
-    let plain = Partition::open(storage.clone(), &partition_dir(), single, 0)
-        .await
-        .expect("opens")
-        .partition;
+    // A single node's partition, as its build wrote it: a segment log at
+    // the offsets it stamped, and an offset file.
+    let (log, _) = storage::PartitionLog::open(
+        storage.clone(),
+        &partition_dir(),
+        LogOptions {
+            offset_reservation: 64,
+            ..LogOptions::default()
+        },
+    )
+    .await
+    .expect("opens");
     for tag in 1..=4 {
-        let batch = record(tag, 3);
-        let len = batch.len();
-        plain
-            .append(batch, 0..len, || 1_000 + tag)
-            .await
-            .expect("appended");
+        log.ensure_reserved(3).await.expect("reserved");
+        log.append(record(tag, 3), 1_000 + tag).expect("appended");
     }
-    plain
-        .store_offset((ConsumerKind::Consumer, 5), Offset(7), 2_000)
+    log.sync().await.expect("synced");
+    drop(log);
+    storage::offsets::OffsetStore::new(storage.clone(), &partition_dir())
+        .store(ConsumerKind::Consumer, 5, Offset(7), true)
         .await
         .expect("stored");
-    drop(plain);
-
     let end = adopt_log(storage.clone(), &partition_dir(), &journal_dir())
         .await
         .expect("adopted");
@@ -72,16 +72,13 @@ async fn given_a_single_node_partition_when_a_group_of_one_adopts_it_should_serv
         Some(Offset(7))
     );
     let polled = adopted
-        .poll(
-            PollRequest {
-                start: PollStart::First,
-                count: 100,
-                consumer: (ConsumerKind::Consumer, 1),
-                auto_commit: false,
-                max_bytes: u64::MAX,
-            },
-            3_000,
-        )
+        .poll(PollRequest {
+            start: PollStart::First,
+            count: 100,
+            consumer: (ConsumerKind::Consumer, 1),
+            auto_commit: false,
+            max_bytes: u64::MAX,
+        })
         .await
         .expect("polls");
     let offsets: Vec<u64> = polled.records.iter().map(|r| r.first_offset.0).collect();
