@@ -66,6 +66,12 @@ impl DiskSpace {
 
 /// Bytes an unprivileged writer may still take on `path`'s filesystem.
 pub fn available_bytes(path: &Path) -> Option<u64> {
+    filesystem_space(path).map(|(available, _)| available)
+}
+
+/// `path`'s filesystem: the bytes an unprivileged writer may still take,
+/// and its size (statvfs).
+pub fn filesystem_space(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: `stat` is fully written by statvfs on success; c_path is a
@@ -74,7 +80,8 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
     if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
         return None;
     }
-    Some(stat.f_bavail as u64 * stat.f_frsize as u64)
+    let block = stat.f_frsize as u64;
+    Some((stat.f_bavail as u64 * block, stat.f_blocks as u64 * block))
 }
 
 #[cfg(test)]

@@ -127,18 +127,7 @@ fn host_cpu_percent() -> f32 {
 }
 
 fn disk_space(path: &std::path::Path) -> (u64, u64) {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return (0, 0);
-    };
-    // SAFETY: `stat` is fully written by statvfs on success; c_path is a valid
-    // NUL-terminated string.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
-        return (0, 0);
-    }
-    let block = stat.f_frsize as u64;
-    (stat.f_bavail as u64 * block, stat.f_blocks as u64 * block)
+    super::disk_space::filesystem_space(path).unwrap_or((0, 0))
 }
 
 #[cfg(test)]
