@@ -765,7 +765,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         // run beside the later ops, which go to a new
                         // journal file: the finished checkpoint drops the
                         // older one whole.
-                        self.journal.rotate().await?;
+                        let (dir, journal) = (&self.dir, &self.journal);
+                        wait_for_space(dir, async || journal.rotate().await).await?;
                         snapshot.state = encode_state(&self.machine, &self.replies);
                         let payload = encode_snapshot(&snapshot);
                         let journal = self.journal.clone();
@@ -776,9 +777,13 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         // segment's I/O) this work holds, and a future
                         // polled only by that driver would never release
                         // them.
+                        let snapshot_dir = self.dir.clone();
                         let task = compio::runtime::spawn(async move {
                             persist.await?;
-                            journal.store_snapshot(op, payload).await
+                            wait_for_space(&snapshot_dir, async || {
+                                journal.store_snapshot(op, payload.clone()).await
+                            })
+                            .await
                         });
                         let dir = self.dir.clone();
                         let work: Work = Box::pin(async move {
@@ -801,7 +806,11 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     snapshot.state = encode_state(&self.machine, &self.replies);
                     let payload = encode_snapshot(&snapshot);
                     let op = snapshot.op().0;
-                    self.journal.write_snapshot(op, payload).await?;
+                    let (dir, journal) = (&self.dir, &self.journal);
+                    wait_for_space(dir, async || {
+                        journal.write_snapshot(op, payload.clone()).await
+                    })
+                    .await?;
                     self.replica.checkpointed(snapshot);
                     self.machine.checkpointed(Op(op)).await?;
                     // The group waits for its checkpoint: a latency source.
