@@ -553,13 +553,19 @@ impl<S: Storage> StateMachine for PartitionMachine<S> {
         Ok(())
     }
 
+    /// A full disk stalls the checkpoint's sync of the segments until
+    /// space is freed, as it stalls the group's other writes.
     async fn persist(&mut self) -> Result<(), StorageError> {
-        sync_segments(&self.partition).await
+        let partition = &self.partition;
+        wait_for_space(partition.dir(), async || sync_segments(partition).await).await
     }
 
     fn persist_beside(&mut self) -> Option<Work> {
         let partition = self.partition.clone();
-        Some(Box::pin(async move { sync_segments(&partition).await }))
+        Some(Box::pin(async move {
+            let dir = partition.dir().to_path_buf();
+            wait_for_space(&dir, async || sync_segments(&partition).await).await
+        }))
     }
 
     fn snapshot(&self) -> Vec<u8> {
