@@ -817,17 +817,32 @@ impl<S: Storage> ReplicatedPartition<S> {
         self.submitter.client()
     }
 
-    /// Where the next append starts: the applied log's end, moved on by
-    /// the pipeline's ops in order (an append ends it; a purge of a newer
-    /// generation restarts it at 0, as applying it will).
+    /// Where the next append starts: after the newest append in the
+    /// pipeline, or at the end of the applied log; a purge of a newer
+    /// generation in the pipeline restarts it at 0, as applying it will.
     fn head_offset(&self) -> Offset {
         let replica = self.group.replica();
+        let decoded = |op: Op| decode(&replica.entry(op).expect("the log holds its pipeline").body);
+        // The newest append, unless a purge lies above it (purges are
+        // rare: then the pipeline is walked in order).
+        let mut op = replica.head();
+        while op > replica.commit_min() {
+            match decoded(op) {
+                Ok(Decoded::Append {
+                    base_offset,
+                    messages,
+                }) => return base_offset.plus(u64::from(messages)),
+                Ok(Decoded::Purge { .. }) => break,
+                _ => op = Op(op.0 - 1),
+            }
+        }
+        if op == replica.commit_min() {
+            return self.partition.committed_end();
+        }
         let mut next = self.partition.committed_end();
         let mut generation = self.partition.purge_generation();
-        let mut op = replica.commit_min().next();
-        while op <= replica.head() {
-            let entry = replica.entry(op).expect("the log holds its pipeline");
-            match decode(&entry.body) {
+        for op in replica.commit_min().0 + 1..=replica.head().0 {
+            match decoded(Op(op)) {
                 Ok(Decoded::Append {
                     base_offset,
                     messages,
@@ -838,7 +853,6 @@ impl<S: Storage> ReplicatedPartition<S> {
                 }
                 _ => {}
             }
-            op = op.next();
         }
         next
     }

@@ -57,7 +57,6 @@ fn options() -> PartitionOptions {
         },
         durability: Durability::Replicated,
         offset_durability: Durability::Replicated,
-        replicated_by_group: true,
     }
 }
 

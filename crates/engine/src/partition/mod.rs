@@ -1,8 +1,8 @@
 //! One partition as the engine runs it, over the storage seam: its log,
 //! the stored offset of each consumer, and what each consumer group was
-//! served. Every change is an op of the partition's group
-//! (`crate::cluster_partition`), which writes a batch as the op is
-//! journaled (`hold_append`) and applies committed ops here
+//! served. Every change is an op of the partition's replicated group
+//! (which drives this module, never the reverse): the group writes a batch
+//! as the op is journaled (`hold_append`) and applies committed ops here
 //! (`apply_append`, `apply_store_offset`, `apply_delete_offset`,
 //! `apply_purge`). The server moves requests to the owning shard and
 //! renders replies.
@@ -72,12 +72,6 @@ pub struct PartitionOptions {
     pub log: LogOptions,
     pub durability: Durability,
     pub offset_durability: Durability,
-    /// Cluster mode: the partition group's journal holds every op on a
-    /// quorum before it is applied here, so an applied batch is committed
-    /// and may be served at once, and its segment write is not awaited
-    /// (the group persists the segments before its checkpoint drops the
-    /// journal below them; a restart replays what was not written).
-    pub replicated_by_group: bool,
 }
 
 /// What a poll asks for.
@@ -122,7 +116,6 @@ pub struct Partition<S: Storage> {
     served: RefCell<HashMap<ConsumerKey, Offset>>,
     durability: Durability,
     offset_durability: Durability,
-    replicated_by_group: bool,
     /// Cluster mode: the end of the committed log. The log holds the
     /// batches of ops prepared but not committed above it (`hold_append`),
     /// which nothing serves or counts.
@@ -171,7 +164,6 @@ impl<S: Storage> Partition<S> {
             served: RefCell::new(HashMap::new()),
             durability: options.durability,
             offset_durability: options.offset_durability,
-            replicated_by_group: options.replicated_by_group,
             purge_generation: Cell::new(recorded),
             purge_op: Cell::new(purge_op),
         };
@@ -250,7 +242,6 @@ impl<S: Storage> Partition<S> {
         base_offset: Offset,
         timestamp_us: u64,
     ) -> Result<()> {
-        assert!(self.replicated_by_group, "only a partition group holds");
         let next = self.log.next_offset();
         if base_offset < next {
             return Ok(());
@@ -447,20 +438,12 @@ impl<S: Storage> Partition<S> {
         Ok(())
     }
 
-    /// The newest offset a poll may serve: what the partition's durability
-    /// lets it acknowledge (written, or fsynced under `persisted`), never a
-    /// batch still on its way to the segment, which a crash could take
-    /// back (replication spec §4.4: reads never above the commit point).
+    /// The newest offset a poll may serve: the committed log's last, never
+    /// a held batch of an op not committed yet (replication spec §4.4:
+    /// reads never above the commit point).
     pub fn visible_offset(&self) -> Option<Offset> {
-        if self.replicated_by_group {
-            let committed = self.committed_end.get().checked_minus(1)?;
-            return Some(self.log.last_offset()?.min(committed));
-        }
-        let acknowledgeable = match self.durability {
-            Durability::Persisted => self.log.durable_offset(),
-            Durability::Replicated => self.log.written_offset(),
-        };
-        Some(self.log.last_offset()?.min(acknowledgeable?))
+        let committed = self.committed_end.get().checked_minus(1)?;
+        Some(self.log.last_offset()?.min(committed))
     }
 
     async fn resolve_start(
@@ -653,14 +636,12 @@ impl<S: Storage> Partition<S> {
         Ok(())
     }
 
-    /// The lowest stored offset: retention never deletes past it. In
-    /// cluster mode neither past the committed end: the batches above it
-    /// are the held log of ops not committed yet.
+    /// The lowest stored offset: retention never deletes past it, nor past
+    /// what the group's last checkpoint covers (the journal above it names
+    /// batches in these segments, and the batches above the committed end
+    /// are the held log of ops not committed yet).
     pub fn barrier(&self) -> Option<Offset> {
         let stored = self.offsets.borrow().values().copied().min();
-        if !self.replicated_by_group {
-            return stored;
-        }
         let journaled = self.checkpointed_end.get().min(self.committed_end.get());
         let below = journaled.checked_minus(1).unwrap_or(Offset::ZERO);
         Some(stored.map_or(below, |stored| stored.min(below)))

@@ -14,7 +14,7 @@
 //! that point leaves the single node's files as they were, and the next
 //! boot adopts them again from the start.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use consensus::Op;
@@ -25,7 +25,7 @@ use storage::journal::Journal;
 use tracing::info;
 
 use super::cluster::METADATA_REPLICA_DIR;
-use crate::node::partitions::CREATED_REVISION_FILE;
+use crate::node::partitions::{CREATED_REVISION_FILE, partition_path};
 
 /// Where the single-node build kept its metadata journal and snapshot.
 const METADATA_DIR: &str = "metadata";
@@ -99,7 +99,7 @@ async fn adopt(data: &Path, old: &Path, new: &Path) -> anyhow::Result<(usize, us
     for stream in state.streams() {
         for topic in stream.topics() {
             for partition in topic.partitions() {
-                let dir = partition_dir(data, stream.id.0, topic.id.0, partition.id.0);
+                let dir = partition_path(data, stream.id.0, topic.id.0, partition.id.0);
                 if !dir.is_dir() {
                     continue;
                 }
@@ -130,13 +130,4 @@ async fn adopt_partition(dir: &Path, incarnation: u64) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot adopt the partition in {}", dir.display()))?;
     Ok(())
-}
-
-fn partition_dir(data: &Path, stream: u32, topic: u32, partition: u32) -> PathBuf {
-    data.join("streams")
-        .join(stream.to_string())
-        .join("topics")
-        .join(topic.to_string())
-        .join("partitions")
-        .join(partition.to_string())
 }

@@ -60,7 +60,7 @@ pub struct ClusterShared {
     /// single node is a group of one on the cluster path): clients are told
     /// of a single node, as before.
     pub implicit: bool,
-    /// Free space of the data directory (set at start-up).
+    /// Free space of the data directory.
     pub disk: DiskSpace,
     /// A roster of one: partition groups that opened with journaled ops
     /// not committed yet (a restart), until they commit them. The node
@@ -77,6 +77,7 @@ impl ClusterShared {
         timing: Timing,
         nonce: u64,
         roster: Vec<RosterEntry>,
+        disk: DiskSpace,
     ) -> Self {
         let replicas = u8::try_from(roster.len()).expect("a roster fits u8");
         assert!(replica < replicas, "this node is on the roster");
@@ -96,7 +97,7 @@ impl ClusterShared {
             partition_views: Mutex::new(HashMap::new()),
             settled: AtomicBool::new(false),
             implicit: false,
-            disk: DiskSpace::new(std::path::Path::new(".")),
+            disk,
             booting: std::sync::atomic::AtomicUsize::new(0),
             roster,
         }
@@ -264,7 +265,8 @@ mod tests {
             retransmit_interval: 1,
         };
         let roster = vec![entry("a"), entry("b"), entry("c")];
-        let shared = ClusterShared::new("c".to_owned(), 7, 1, timing, 9, roster);
+        let disk = DiskSpace::new(std::path::Path::new("."));
+        let shared = ClusterShared::new("c".to_owned(), 7, 1, timing, 9, roster, disk);
         assert_eq!(shared.metadata_leader(), None, "no view seen yet");
         shared.set_metadata_view(View(4), true);
         assert_eq!(shared.metadata_leader(), Some(1));

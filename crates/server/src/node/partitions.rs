@@ -7,7 +7,7 @@
 //! answer comes back on a oneshot channel. Replies are owned bytes so they
 //! can cross threads.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -191,16 +191,19 @@ async fn wait_until(limit: std::time::Duration, done: impl Fn() -> bool) {
 /// Most bytes one poll reply carries (well below the frame caps).
 pub const POLL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
+/// `<data>/streams/<s>/topics/<t>/partitions/<p>`.
+pub fn partition_path(data: &Path, stream: u32, topic: u32, partition: u32) -> PathBuf {
+    data.join("streams")
+        .join(stream.to_string())
+        .join("topics")
+        .join(topic.to_string())
+        .join("partitions")
+        .join(partition.to_string())
+}
+
 impl Node {
     pub fn partition_dir(&self, addr: PartitionAddr) -> PathBuf {
-        self.ctx
-            .data_path
-            .join("streams")
-            .join(addr.stream.to_string())
-            .join("topics")
-            .join(addr.topic.to_string())
-            .join("partitions")
-            .join(addr.partition.to_string())
+        partition_path(&self.ctx.data_path, addr.stream, addr.topic, addr.partition)
     }
 
     pub fn owns(&self, ns: u64) -> bool {
@@ -253,7 +256,6 @@ impl Node {
             log,
             durability: options.durability,
             offset_durability: options.consumer_offset_durability,
-            replicated_by_group: true,
         }
     }
 

@@ -34,9 +34,9 @@ pub(super) fn server_context(
                 placement.timing,
                 start.nonce,
                 start.roster.clone(),
+                DiskSpace::new(&options.data_path),
             );
             shared.implicit = start.implicit;
-            shared.disk = DiskSpace::new(&options.data_path);
             Arc::new(shared)
         },
     };
