@@ -220,9 +220,7 @@ impl<'a> Frame<'a> {
     }
     /// Recomputes the frame checksum from its bytes.
     pub fn computed_checksum(&self) -> u64 {
-        let mut hash = Xxh3Stream::new();
-        hash.update(&self.bytes[MSG_ID..]);
-        hash.finish()
+        xxh3_64(&self.bytes[MSG_ID..])
     }
 }
 
