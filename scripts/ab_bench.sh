@@ -26,7 +26,10 @@
 # batches per actor of the main workloads; the one-message and 100-message
 # workloads scale with it (20 x and 5 x BATCHES batches). A smaller value is
 # only for a quick check that both servers start: compare figures only at
-# the default. Prints one line per run: iggy-bench's `total` line, then the
+# the default; BATCHES=5000 makes the pair workload the 10 GB sustained run.
+# $RATE (for example 300MB/s) caps each producer's rate (iggy-bench
+# --rate-limit) in the pair, fsync and 100-message workloads, so both
+# servers are offered the same load and their latencies compare. Prints one line per run: iggy-bench's `total` line, then the
 # server's CPU seconds during the run and per GB of message data moved
 # (outside --reference mode the consumer run seeds its own streams first,
 # so its CPU includes that produce).
@@ -37,7 +40,7 @@ if [ "${1:-}" = --reference ]; then
     shift
 fi
 if [ $# -lt 2 ]; then
-    sed -n '2,29p' "$0" >&2
+    sed -n '2,33p' "$0" >&2
     exit 2
 fi
 old=$1
@@ -184,6 +187,10 @@ run() {
 }
 
 batch="--message-size 1000 --messages-per-batch 1000 --message-batches $batches"
+rate=""
+if [ -n "${RATE:-}" ]; then
+    rate="--rate-limit $RATE"
+fi
 # GB of message data each workload moves.
 gb_pair=$(awk -v b="$batches" 'BEGIN {print 2 * b / 1000}')
 gb_single=$(awk -v b="$batches" 'BEGIN {print 20 * b / 1000000}')
@@ -203,12 +210,12 @@ for round in $(seq "$rounds"); do
         fi
         if want pair; then
             fresh "$binary" $is_ref 2 false
-            echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch)"
+            echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch $rate)"
             echo "round $round $side 2 consumers:  $(run "$gb_pair" pinned-consumer --consumers 2 $batch)"
         fi
         if want fsync; then
             fresh "$binary" $is_ref 2 true
-            echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync)"
+            echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync $rate)"
         fi
         if want single; then
             fresh "$binary" $is_ref 1 false
@@ -216,7 +223,7 @@ for round in $(seq "$rounds"); do
         fi
         if want hundred; then
             fresh "$binary" $is_ref 1 false
-            echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)))"
+            echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)) $rate)"
         fi
     done
 done
