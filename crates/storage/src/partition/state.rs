@@ -36,6 +36,9 @@ pub struct Segment<F> {
     pub sealed: bool,
     /// Bytes were written since the last fsync of the `.log` file.
     pub unsynced: bool,
+    /// The `.log` bytes below this had their write-back started
+    /// (`PartitionLog::write_behind`).
+    pub written_back: u64,
     /// Reads, and writes unless `direct` is set.
     pub log: Rc<F>,
     /// The direct-I/O write handle of the active segment, if enabled.
@@ -58,6 +61,7 @@ impl<F> Segment<F> {
             index: Vec::new(),
             sealed: false,
             unsynced: false,
+            written_back: 0,
             log,
             direct: None,
             index_file,

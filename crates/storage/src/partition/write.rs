@@ -29,6 +29,9 @@ use crate::seam::{Storage, StorageFile};
 const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
 /// Buffered index bytes that trigger an index write (170 entries).
 const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
+/// Bytes a segment written through the page cache gathers before their
+/// write-back is started (`write_behind`).
+pub const WRITE_BEHIND_BYTES: u64 = 4 << 20;
 
 impl<S: Storage> PartitionLog<S> {
     /// Called after every append: starts a background flush when a flush
@@ -235,6 +238,7 @@ impl<S: Storage> PartitionLog<S> {
             written.map_err(|error| self.write_failed("segment write", &log_path, error))?;
             self.clear_no_space();
             let rolls = chunk.rolls;
+            let buffered = self.state().active().direct.is_none();
             {
                 let mut state = self.state_mut();
                 state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
@@ -244,10 +248,39 @@ impl<S: Storage> PartitionLog<S> {
                     active.unsynced = false;
                 }
             }
+            if buffered {
+                self.write_behind();
+            }
             self.write_index_locked(rolls).await?;
             if rolls {
                 self.roll_locked(chunk.last_offset.next()).await?;
             }
+        }
+    }
+
+    /// A segment written through the page cache starts the write-back of
+    /// every `WRITE_BEHIND_BYTES` it gathers, instead of leaving them dirty
+    /// until the kernel's own thresholds: under sustained load those let
+    /// gigabytes pile up and then pause every writer of the machine
+    /// (dirty-page throttling) while the disk catches up, which the
+    /// partition's next write (on the shard's thread) then waits out. The
+    /// pages stay cached for readers; durability is unchanged (an fsync
+    /// still makes a segment durable).
+    fn write_behind(&self) {
+        let (log, from, end) = {
+            let mut state = self.state_mut();
+            let segment = state.active_mut();
+            let (from, end) = (segment.written_back, segment.size_bytes);
+            if end - from < WRITE_BEHIND_BYTES {
+                return;
+            }
+            segment.written_back = end;
+            (Rc::clone(&segment.log), from, end)
+        };
+        // Advisory: a failure here loses nothing, and a real I/O error
+        // surfaces at the next fsync.
+        if let Err(error) = log.start_writeback(from, end - from) {
+            tracing::debug!(%error, "starting a segment's write-back failed");
         }
     }
 

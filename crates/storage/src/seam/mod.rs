@@ -80,6 +80,11 @@ pub trait StorageFile: 'static {
         bufs: &[T],
         pos: u64,
     ) -> io::Result<()>;
+    /// Starts writing `len` bytes at `pos` back from the page cache to the
+    /// device without waiting for it (`sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`): durability still comes from `sync_data`.
+    /// Advisory; a blocking call, but one that only queues the pages.
+    fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()>;
     /// Makes the file's contents durable (fdatasync).
     async fn sync_data(&self) -> io::Result<()>;
     async fn set_len(&self, len: u64) -> io::Result<()>;

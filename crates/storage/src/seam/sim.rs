@@ -75,6 +75,8 @@ struct SimFs {
     next_inode: InodeId,
     faults: SimFaults,
     syncs_done: u64,
+    /// `start_writeback` calls, by inode: (position, length).
+    writebacks: BTreeMap<InodeId, Vec<(u64, u64)>>,
     writes_done: u64,
     bytes_read: u64,
     crashed: bool,
@@ -323,6 +325,17 @@ impl SimStorage {
     /// Successful syncs (file and directory) so far.
     pub fn syncs_done(&self) -> u64 {
         self.fs.borrow().syncs_done
+    }
+
+    /// The write-backs started on the file at `path`, in order: (position,
+    /// length).
+    pub fn writebacks(&self, path: &Path) -> Vec<(u64, u64)> {
+        let fs = self.fs.borrow();
+        fs.volatile_names
+            .get(path)
+            .and_then(|inode| fs.writebacks.get(inode))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Bytes `read_exact_at` returned so far, over every file.
@@ -596,6 +609,17 @@ impl StorageFile for SimFile {
         assert!(!self.direct, "blocking writes go through the page cache");
         let joined: Vec<u8> = bufs.iter().flat_map(|b| b.as_ref()).copied().collect();
         self.fs.borrow_mut().write(self.inode, &joined, pos)
+    }
+
+    /// The simulated disk has no write-back timing: the call is only
+    /// recorded (`SimStorage::writebacks`).
+    fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()> {
+        let mut fs = self.fs.borrow_mut();
+        fs.writebacks
+            .entry(self.inode)
+            .or_default()
+            .push((pos, len));
+        Ok(())
     }
 
     async fn sync_data(&self) -> io::Result<()> {

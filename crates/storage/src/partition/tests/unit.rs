@@ -8,6 +8,7 @@ use super::*;
 use crate::error::StorageError;
 use crate::offset::Offset;
 use crate::partition::INDEX_ENTRY_SIZE;
+use crate::partition::write::WRITE_BEHIND_BYTES;
 use crate::seam::{CrashMode, SimFaults};
 
 #[compio::test]
@@ -643,6 +644,47 @@ async fn given_flush_observer_when_threshold_triggers_background_flush_should_be
         compio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     assert_eq!(calls.get(), 1);
+}
+
+/// A segment written through the page cache starts the write-back of each
+/// `WRITE_BEHIND_BYTES` it gathers, in order and without gaps; one written
+/// with direct I/O has nothing to start.
+#[compio::test]
+async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_behind() {
+    let options = LogOptions {
+        segment_size_bytes: 64 << 20,
+        messages_required_to_save: 1,
+        size_of_messages_required_to_save: 1,
+        max_unwritten_bytes: 64 << 20,
+        offset_reservation: 1 << 20,
+        ..small_options()
+    };
+    for direct in [false, true] {
+        let storage = SimStorage::new();
+        let options = LogOptions {
+            direct_io: direct,
+            ..options.clone()
+        };
+        let (log, _) = open(&storage, options).await;
+        for tag in 0..10 {
+            log.append(record(tag, 1000, 1000), 100 + tag).unwrap();
+            log.flush().await.unwrap();
+        }
+        let size = file(&storage, &log_path(0)).len() as u64;
+        let started = storage.writebacks(&log_path(0));
+        if direct {
+            assert!(started.is_empty(), "{started:?}");
+            continue;
+        }
+        assert!(started.len() >= 2, "{started:?} of {size} bytes");
+        let mut next = 0;
+        for (pos, len) in started {
+            assert_eq!(pos, next, "contiguous");
+            assert!(len >= WRITE_BEHIND_BYTES, "{len}");
+            next = pos + len;
+        }
+        assert!(size - next < WRITE_BEHIND_BYTES, "{next} of {size}");
+    }
 }
 
 #[compio::test]
