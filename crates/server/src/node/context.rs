@@ -39,6 +39,8 @@ pub struct Limits {
     pub direct_io: server::config::DirectIo,
     /// `system.partition.cache_size`, in bytes, for the whole node.
     pub partition_cache_bytes: u64,
+    /// `system.partition.write_behind`, in bytes.
+    pub write_behind_bytes: u64,
     /// Period of the segment cleaner; `None` when it is disabled.
     pub cleaner_interval: Option<Duration>,
     /// Period of the expired-token cleaner; `None` when it is disabled.

@@ -227,6 +227,7 @@ impl Node {
             messages_required_to_save: u64::from(options.messages_required_to_save),
             size_of_messages_required_to_save: options.size_of_messages_required_to_save_bytes,
             validate_checksum_on_read: self.ctx.limits.validate_checksum_on_read,
+            write_behind_bytes: self.ctx.limits.write_behind_bytes,
             // Every batch is fsynced: bypassing the page cache makes the
             // fsync cheap (see storage's `partition::direct`). A larger
             // cluster's segments bypass the page cache too: three nodes each

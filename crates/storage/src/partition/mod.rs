@@ -60,6 +60,9 @@ pub const DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE: u64 = 1 << 20;
 pub const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 8 << 20;
 /// Written batches kept in memory for polls of fresh data.
 pub const DEFAULT_CACHE_SIZE_BYTES: u64 = 8 << 20;
+/// Bytes a segment written through the page cache gathers before their
+/// write-back is started.
+pub const DEFAULT_WRITE_BEHIND_BYTES: u64 = 4 << 20;
 
 /// How one partition log behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +96,10 @@ pub struct LogOptions {
     /// at the log's end, never above it at the offset frontier, because
     /// every replica must mint the offsets the replicated ops name.
     pub follow_log_end: bool,
+    /// A segment written through the page cache starts the write-back of
+    /// every this many bytes it gathers; 0 leaves write-back to the
+    /// kernel (see `PartitionLog::write_behind`).
+    pub write_behind_bytes: u64,
 }
 
 impl Default for LogOptions {
@@ -110,6 +117,7 @@ impl Default for LogOptions {
             direct_sync: false,
             max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
             follow_log_end: false,
+            write_behind_bytes: DEFAULT_WRITE_BEHIND_BYTES,
         }
     }
 }

@@ -29,9 +29,6 @@ use crate::seam::{Storage, StorageFile};
 const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
 /// Buffered index bytes that trigger an index write (170 entries).
 const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
-/// Bytes a segment written through the page cache gathers before their
-/// write-back is started (`write_behind`).
-pub const WRITE_BEHIND_BYTES: u64 = 4 << 20;
 
 impl<S: Storage> PartitionLog<S> {
     /// Called after every append: starts a background flush when a flush
@@ -259,7 +256,7 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// A segment written through the page cache starts the write-back of
-    /// every `WRITE_BEHIND_BYTES` it gathers, instead of leaving them dirty
+    /// every `write_behind_bytes` it gathers, instead of leaving them dirty
     /// until the kernel's own thresholds: under sustained load those let
     /// gigabytes pile up and then pause every writer of the machine
     /// (dirty-page throttling) while the disk catches up, which the
@@ -267,11 +264,12 @@ impl<S: Storage> PartitionLog<S> {
     /// pages stay cached for readers; durability is unchanged (an fsync
     /// still makes a segment durable).
     fn write_behind(&self) {
+        let every = self.inner.options.write_behind_bytes;
         let (log, from, end) = {
             let mut state = self.state_mut();
             let segment = state.active_mut();
             let (from, end) = (segment.written_back, segment.size_bytes);
-            if end - from < WRITE_BEHIND_BYTES {
+            if every == 0 || end - from < every {
                 return;
             }
             segment.written_back = end;

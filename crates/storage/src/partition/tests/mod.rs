@@ -34,6 +34,7 @@ fn small_options() -> LogOptions {
         direct_sync: false,
         max_unwritten_bytes: 1 << 20,
         follow_log_end: false,
+        write_behind_bytes: 0,
     }
 }
 

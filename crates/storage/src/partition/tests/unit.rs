@@ -8,7 +8,6 @@ use super::*;
 use crate::error::StorageError;
 use crate::offset::Offset;
 use crate::partition::INDEX_ENTRY_SIZE;
-use crate::partition::write::WRITE_BEHIND_BYTES;
 use crate::seam::{CrashMode, SimFaults};
 
 #[compio::test]
@@ -647,8 +646,8 @@ async fn given_flush_observer_when_threshold_triggers_background_flush_should_be
 }
 
 /// A segment written through the page cache starts the write-back of each
-/// `WRITE_BEHIND_BYTES` it gathers, in order and without gaps; one written
-/// with direct I/O has nothing to start.
+/// `write_behind_bytes` it gathers, in order and without gaps; one written
+/// with direct I/O, or with the option 0, has nothing to start.
 #[compio::test]
 async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_behind() {
     let options = LogOptions {
@@ -657,12 +656,14 @@ async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_
         size_of_messages_required_to_save: 1,
         max_unwritten_bytes: 64 << 20,
         offset_reservation: 1 << 20,
+        write_behind_bytes: 4 << 20,
         ..small_options()
     };
-    for direct in [false, true] {
+    for (direct, every) in [(false, 4 << 20), (true, 4 << 20), (false, 0)] {
         let storage = SimStorage::new();
         let options = LogOptions {
             direct_io: direct,
+            write_behind_bytes: every,
             ..options.clone()
         };
         let (log, _) = open(&storage, options).await;
@@ -672,7 +673,7 @@ async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_
         }
         let size = file(&storage, &log_path(0)).len() as u64;
         let started = storage.writebacks(&log_path(0));
-        if direct {
+        if direct || every == 0 {
             assert!(started.is_empty(), "{started:?}");
             continue;
         }
@@ -680,10 +681,10 @@ async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_
         let mut next = 0;
         for (pos, len) in started {
             assert_eq!(pos, next, "contiguous");
-            assert!(len >= WRITE_BEHIND_BYTES, "{len}");
+            assert!(len >= every, "{len}");
             next = pos + len;
         }
-        assert!(size - next < WRITE_BEHIND_BYTES, "{next} of {size}");
+        assert!(size - next < every, "{next} of {size}");
     }
 }
 
