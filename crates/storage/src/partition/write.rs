@@ -27,6 +27,9 @@ use crate::seam::{Storage, StorageFile};
 /// Renew the offset reservation when fewer than `reservation / DIVISOR`
 /// reserved offsets remain.
 const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
+/// Buffered writes of at least this many bytes go through the ring
+/// instead of a blocking call on the shard's thread (`flush_locked`).
+const RING_WRITE_BYTES: u64 = 256 << 10;
 /// Buffered index bytes that trigger an index write (170 entries).
 const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
 
@@ -223,10 +226,21 @@ impl<S: Storage> PartitionLog<S> {
                     }
                     written
                 }
+                // A large write goes through the ring: the kernel copies it
+                // at once when it can, and otherwise (dirty-page
+                // throttling, page reclaim) hands it to a kernel worker
+                // instead of stopping this shard's thread, and every other
+                // connection on it, for the 8-22 ms such a write took
+                // under sustained load (`perf trace`, docs/benchmarks.md,
+                // session 17).
+                None if chunk.size_bytes >= RING_WRITE_BYTES => {
+                    log.write_vectored_all_at(chunk.buffers.clone(), chunk.position)
+                        .await
+                        .0
+                }
                 // Into the page cache: a blocking copy on this thread is
-                // cheaper than a round trip through the ring (measured:
-                // 1-message sends +20%, 1,000-message sends no slower than
-                // ring writes at any size; docs/benchmarks.md).
+                // cheaper than a round trip through the ring for small
+                // writes (measured: 1-message sends +20%; docs/benchmarks.md).
                 None => log.write_vectored_all_at_blocking(&chunk.buffers, chunk.position),
             };
             // A full disk stalls the log instead of poisoning it: the chunk
