@@ -231,7 +231,9 @@ impl<S: Storage> PartitionLog<S> {
                 // throttling, page reclaim) hands it to a kernel worker
                 // instead of stopping this shard's thread, and every other
                 // connection on it, for the 8-22 ms such a write took
-                // under sustained load (`perf trace`, docs/benchmarks.md,
+                // under sustained load (`perf trace`). The writer itself
+                // still waits: alternated with the blocking call, the
+                // throughput was within noise (docs/benchmarks.md,
                 // session 17).
                 None if chunk.size_bytes >= RING_WRITE_BYTES => {
                     log.write_vectored_all_at(chunk.buffers.clone(), chunk.position)
