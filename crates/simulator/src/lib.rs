@@ -14,7 +14,7 @@ pub mod faults;
 pub mod node;
 pub mod prng;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use consensus::vsr::message::{Envelope, Message, Request};
 use consensus::vsr::{Action, NotAdmitted, Status, Timing};
@@ -126,6 +126,9 @@ pub struct Cluster {
     /// A second crash scheduled after disk damage: (tick, node).
     second_crash: Option<(u64, u8)>,
     trace: u64,
+    /// Members that prepared requests without syncing this client phase
+    /// (group commit); synced at its end.
+    unsynced: BTreeSet<(u8, GroupId)>,
 }
 
 /// Chance per member and tick that a checkpoint is asked ahead of the
@@ -209,6 +212,7 @@ impl Cluster {
             crashes: 0,
             second_crash: None,
             trace: 0xcbf2_9ce4_8422_2325,
+            unsynced: BTreeSet::new(),
         }
     }
 
@@ -620,6 +624,15 @@ impl Cluster {
                 self.send_request(index, faulty)?;
             }
         }
+        // Requests a primary prepared with their sync deferred share one
+        // sync now, before any other input reaches it (group commit).
+        for (id, group) in std::mem::take(&mut self.unsynced) {
+            let Some(member) = self.nodes[usize::from(id)].members.get_mut(&group) else {
+                continue; // crashed, or the group retired, since
+            };
+            let actions = member.replica.sync_prepared();
+            self.execute(id, group, actions, faulty)?;
+        }
         Ok(())
     }
 
@@ -649,8 +662,21 @@ impl Cluster {
             number,
             body: body.into(),
         };
-        match member.replica.on_request(request, now_us) {
-            Ok(actions) => self.execute(target, group, actions, faulty),
+        // Half the requests leave their journal sync to the end of the
+        // client phase, so several to one primary share it.
+        let deferred = self.workload.chance(500_000);
+        let admitted = if deferred {
+            member.replica.prepare_request(request, now_us)
+        } else {
+            member.replica.on_request(request, now_us)
+        };
+        match admitted {
+            Ok(actions) => {
+                if deferred {
+                    self.unsynced.insert((target, group));
+                }
+                self.execute(target, group, actions, faulty)
+            }
             Err(NotAdmitted::NotPrimary { view }) => {
                 let primary = (view.0 % u32::from(n)) as u8;
                 self.clients[index].target = primary;

@@ -220,6 +220,10 @@ pub struct VsrReplica {
     commit_max: Op,
     /// Primary: who acknowledged each uncommitted op.
     acks: BTreeMap<Op, u8>,
+    /// Primary: the first op prepared by `prepare_request` whose journal
+    /// sync (`sync_prepared`) has not been asked for yet. While set, no
+    /// other input may reach the replica.
+    unsynced: Option<Op>,
     svc_votes: BTreeMap<View, u8>,
     dvcs: BTreeMap<ReplicaId, Dvc>,
     dvc_sent: bool,
@@ -343,6 +347,7 @@ impl VsrReplica {
             commit_min: applied,
             commit_max: if single { head } else { applied },
             acks: BTreeMap::new(),
+            unsynced: None,
             svc_votes: BTreeMap::new(),
             dvcs: BTreeMap::new(),
             dvc_sent: false,

@@ -14,6 +14,21 @@ impl VsrReplica {
         request: Request,
         now_us: u64,
     ) -> Result<Vec<Action>, NotAdmitted> {
+        let mut actions = self.prepare_request(request, now_us)?;
+        actions.extend(self.sync_prepared());
+        Ok(actions)
+    }
+
+    /// Prepares `request` as `on_request` does, but leaves the journal
+    /// sync, and with it this replica's own acknowledgement and any commit
+    /// it allows, to `sync_prepared`: a primary handed several requests at
+    /// once prepares each and syncs its journal once for all of them
+    /// (group commit). `sync_prepared` must follow before any other input.
+    pub fn prepare_request(
+        &mut self,
+        request: Request,
+        now_us: u64,
+    ) -> Result<Vec<Action>, NotAdmitted> {
         if !self.is_primary() {
             return Err(NotAdmitted::NotPrimary { view: self.view });
         }
@@ -57,12 +72,35 @@ impl VsrReplica {
         };
         self.broadcast(&mut actions, &prepare);
         actions.push(Action::Journal(entry));
-        actions.push(Action::Sync);
-        self.acks.insert(op, 1 << self.id);
-        self.commit_ready(&mut actions);
+        // Our own acknowledgement counts once the journal is synced.
+        self.acks.insert(op, 0);
+        self.unsynced.get_or_insert(op);
         assert_eq!(self.head(), head_before.next(), "one op per request");
         self.check_invariants();
         Ok(actions)
+    }
+
+    /// Syncs the journal under every op `prepare_request` prepared since
+    /// the last sync, counts this replica's acknowledgement of each and
+    /// commits what that allows. Nothing when nothing waits.
+    pub fn sync_prepared(&mut self) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let Some(first) = self.unsynced.take() else {
+            return actions;
+        };
+        assert!(self.is_primary(), "only a primary prepares requests");
+        assert!(first <= self.head(), "prepared ops are in the log");
+        actions.push(Action::Sync);
+        for op in first.0..=self.head().0 {
+            let acks = self
+                .acks
+                .get_mut(&Op(op))
+                .expect("a prepared op waits for acks");
+            *acks |= 1 << self.id;
+        }
+        self.commit_ready(&mut actions);
+        self.check_invariants();
+        actions
     }
 
     /// The timestamp the next prepare will carry at `now_us`: strictly
@@ -78,6 +116,10 @@ impl VsrReplica {
     /// A message from another replica of the group.
     pub fn on_message(&mut self, from: ReplicaId, message: Message) -> Vec<Action> {
         assert!(from < self.n && from != self.id, "from a peer");
+        assert!(
+            self.unsynced.is_none(),
+            "prepared requests are synced first"
+        );
         let mut actions = Vec::new();
         match message {
             Message::Prepare {
@@ -381,6 +423,10 @@ impl VsrReplica {
 
     /// Time passes by one tick.
     pub fn on_tick(&mut self) -> Vec<Action> {
+        assert!(
+            self.unsynced.is_none(),
+            "prepared requests are synced first"
+        );
         let mut actions = Vec::new();
         self.ticks_since_repair = self.ticks_since_repair.saturating_add(1);
         self.tick_transfer(&mut actions);

@@ -64,6 +64,10 @@ impl VsrReplica {
     /// (for example so that retention may drop the log below it). Nothing
     /// when one is pending or the applied op is checkpointed already.
     pub fn checkpoint_now(&mut self) -> Vec<Action> {
+        assert!(
+            self.unsynced.is_none(),
+            "prepared requests are synced first"
+        );
         let mut actions = Vec::new();
         if self.checkpoint_pending.is_none() && self.commit_min > self.checkpoint_op() {
             self.checkpoint_at_commit(&mut actions);

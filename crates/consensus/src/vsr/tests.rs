@@ -617,3 +617,72 @@ fn given_ops_below_the_interval_when_a_checkpoint_is_asked_should_take_it_at_the
     group.tick(3);
     assert!((0..3).all(|id| group.replica(id).commit_min() == Op(4)));
 }
+
+/// Group commit: requests prepared together are journaled, synced once,
+/// and only then acknowledged by the primary itself and committed.
+#[test]
+fn given_requests_prepared_together_when_synced_once_should_commit_them_in_order() {
+    for n in [1, 3] {
+        let mut group = Group::new(n);
+        let primary = group.replicas[0].as_mut().expect("up");
+        let mut prepared = Vec::new();
+        for client in [7, 8, 9] {
+            let request = Request {
+                client: ClientId(client),
+                number: RequestNumber(1),
+                body: vec![client as u8].into(),
+            };
+            prepared.extend(primary.prepare_request(request, 1_000).expect("admitted"));
+        }
+        let journaled = prepared
+            .iter()
+            .filter(|a| matches!(a, Action::Journal(_)))
+            .count();
+        assert_eq!(journaled, 3, "n = {n}");
+        assert!(
+            !prepared
+                .iter()
+                .any(|a| matches!(a, Action::Sync | Action::Apply(_))),
+            "nothing is synced or applied before the sync is asked for"
+        );
+        assert_eq!(
+            primary.commit_max(),
+            Op(0),
+            "no commit without our own sync"
+        );
+        let synced = primary.sync_prepared();
+        assert!(
+            matches!(synced.first(), Some(Action::Sync)),
+            "one sync first"
+        );
+        assert_eq!(
+            synced.iter().filter(|a| matches!(a, Action::Sync)).count(),
+            1
+        );
+        assert!(primary.sync_prepared().is_empty(), "nothing left to sync");
+        group.perform(0, prepared);
+        group.perform(0, synced);
+        group.deliver();
+        group.tick(3);
+        assert_eq!(group.replica(0).commit_max(), Op(3), "n = {n}");
+        let clients: Vec<u128> = group.replies.iter().map(|(c, _, _)| c.0).collect();
+        assert_eq!(clients, vec![7, 8, 9], "answered in op order, n = {n}");
+        for id in 0..n {
+            assert_eq!(group.applied[usize::from(id)], vec![Op(1), Op(2), Op(3)]);
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "prepared requests are synced first")]
+fn given_a_prepared_request_when_a_tick_comes_before_its_sync_should_panic() {
+    let mut group = Group::new(3);
+    let primary = group.replicas[0].as_mut().expect("up");
+    let request = Request {
+        client: ClientId(7),
+        number: RequestNumber(1),
+        body: vec![1].into(),
+    };
+    primary.prepare_request(request, 1_000).expect("admitted");
+    primary.on_tick();
+}

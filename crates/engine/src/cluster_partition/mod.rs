@@ -84,7 +84,7 @@ use storage::{Offset, Storage, StorageError};
 
 use crate::partition::{Partition, PartitionError};
 use crate::replicated::{
-    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter, Work,
+    Effect, Group, GroupError, Placement, Restore, StateMachine, Submitted, Submitter, Sync, Work,
     wait_for_space,
 };
 
@@ -866,6 +866,17 @@ impl<S: Storage> ReplicatedPartition<S> {
         command: &mut Command,
         now_us: u64,
     ) -> Result<Submit, GroupError> {
+        self.submit_as(command, now_us, Sync::Now).await
+    }
+
+    /// `submit`, with the journal sync now or left to `sync_prepared`
+    /// (group commit: the next submission is stamped after this one).
+    pub async fn submit_as(
+        &mut self,
+        command: &mut Command,
+        now_us: u64,
+        sync: Sync,
+    ) -> Result<Submit, GroupError> {
         let replica = self.group.replica();
         if !replica.is_primary() {
             return Ok(Submit::NotPrimary {
@@ -903,12 +914,22 @@ impl<S: Storage> ReplicatedPartition<S> {
             other => Bytes::from(encode_command(other).expect("not an append")),
         };
         Ok(
-            match self.submitter.submit(&mut self.group, body, now_us).await? {
+            match self
+                .submitter
+                .submit_as(&mut self.group, body, now_us, sync)
+                .await?
+            {
                 Submitted::Prepared { request, effects } => Submit::Prepared { request, effects },
                 Submitted::NotPrimary { view } => Submit::NotPrimary { view },
                 Submitted::Busy => Submit::Busy,
             },
         )
+    }
+
+    /// Syncs the journal under the submissions prepared with `Sync::Later`
+    /// and commits what that allows.
+    pub async fn sync_prepared(&mut self) -> Result<Vec<Effect>, GroupError> {
+        self.group.sync_prepared().await
     }
 
     /// A frame from a peer.

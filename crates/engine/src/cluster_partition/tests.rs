@@ -16,6 +16,7 @@ use storage::{LogOptions, SimStorage};
 use super::*;
 use crate::metadata::topic::options::Durability;
 use crate::partition::{PartitionOptions, PollRequest, PollStart};
+use crate::replicated::Sync;
 use crate::replicated::net::{Member, Net, placement};
 use storage::offsets::ConsumerKind;
 
@@ -357,6 +358,66 @@ async fn given_appends_on_the_primary_when_committed_should_land_at_equal_offset
             partition.stored_offset((ConsumerKind::Consumer, 4)),
             Some(Offset(10))
         );
+    }
+}
+
+/// Group commit: appends prepared one after the other with their sync
+/// deferred are stamped at consecutive offsets, answered only after the
+/// one sync, and land equal everywhere.
+#[compio::test]
+async fn given_appends_prepared_together_when_synced_once_should_commit_each_at_its_offset() {
+    let mut cluster = Cluster::start_unsynced().await;
+    let primary = cluster.net.primary();
+    let node = cluster.net.node_mut(primary);
+    let client = node.client();
+    let committed = node.group().replica().commit_max();
+    let mut requests = Vec::new();
+    let mut effects = Vec::new();
+    for tag in 1..=3 {
+        let Submit::Prepared {
+            request,
+            effects: more,
+        } = node
+            .submit_as(&mut append(tag, 3), 5_000_000, Sync::Later)
+            .await
+            .expect("storage works")
+        else {
+            panic!("the primary prepares");
+        };
+        requests.push(request);
+        effects.extend(more);
+    }
+    assert_eq!(
+        node.group().replica().commit_max(),
+        committed,
+        "not before the sync"
+    );
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Reply { .. })),
+        "nothing answered before the sync"
+    );
+    effects.extend(node.sync_prepared().await.expect("storage works"));
+    cluster.net.take(effects);
+    cluster.net.deliver().await;
+    cluster.net.tick(5).await;
+    for (index, request) in requests.iter().enumerate() {
+        let (_, _, _, result) = cluster
+            .net
+            .replies
+            .iter()
+            .find(|(c, r, _, _)| *c == client && r == request)
+            .expect("answered once committed");
+        assert_eq!(
+            Applied::decode(&append(0, 3), result),
+            Some(Applied::Appended {
+                base_offset: Offset(index as u64 * 3)
+            })
+        );
+    }
+    let first = cluster.messages(primary).await;
+    assert_eq!(first.len(), 3, "every batch");
+    for id in 0..3 {
+        assert_eq!(cluster.messages(id).await, first, "replica {id}");
     }
 }
 

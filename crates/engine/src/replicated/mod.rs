@@ -39,6 +39,7 @@ mod join;
 pub(crate) mod net;
 mod no_space;
 mod seed;
+mod submitter;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +63,8 @@ use storage::{Storage, StorageError};
 
 pub use no_space::{NO_SPACE_RETRY, wait_for_space};
 pub use seed::seed_checkpoint;
+use submitter::own_client;
+pub use submitter::{Submitted, Submitter, Sync};
 
 /// What a group's state machine is to its driver. Applying may await (the
 /// server applies a metadata op on every shard before it answers); the
@@ -195,72 +198,6 @@ pub enum Effect {
         op: Op,
         result: Vec<u8>,
     },
-}
-
-/// This node's own client in a group: a new id per boot (so its request
-/// numbers may restart at 1 safely) and the next request number.
-pub struct Submitter {
-    client: ClientId,
-    next_request: u64,
-}
-
-/// What a submission through a `Submitter` came to.
-#[derive(Debug)]
-pub enum Submitted {
-    /// Prepared as request `request`; its result comes with the
-    /// `Effect::Reply` for it.
-    Prepared {
-        request: RequestNumber,
-        effects: Vec<Effect>,
-    },
-    /// Not the primary of a normal view: the primary of `view` is.
-    NotPrimary { view: View },
-    /// The pipeline is full; nothing was prepared (safe to retry).
-    Busy,
-}
-
-impl Submitter {
-    /// The client of replica `replica` for the boot with this `nonce`.
-    pub fn new(nonce: u64, replica: ReplicaId) -> Self {
-        Submitter {
-            client: own_client(nonce, replica),
-            next_request: 1,
-        }
-    }
-
-    pub fn client(&self) -> ClientId {
-        self.client
-    }
-
-    /// Submits `body` as this node's next request.
-    pub async fn submit<S: Storage, M: StateMachine>(
-        &mut self,
-        group: &mut Group<S, M>,
-        body: impl Into<Bytes>,
-        now_us: u64,
-    ) -> Result<Submitted, GroupError> {
-        let request = RequestNumber(self.next_request);
-        let submitted = Request {
-            client: self.client,
-            number: request,
-            body: body.into(),
-        };
-        Ok(match group.on_request(submitted, now_us).await? {
-            Ok(effects) => {
-                self.next_request += 1;
-                Submitted::Prepared { request, effects }
-            }
-            Err(NotAdmitted::NotPrimary { view }) => Submitted::NotPrimary { view },
-            Err(NotAdmitted::Busy) => Submitted::Busy,
-        })
-    }
-}
-
-/// The client id of replica `replica`'s own submissions in the boot with
-/// this `nonce` (distinct per boot and per replica).
-fn own_client(nonce: u64, replica: ReplicaId) -> ClientId {
-    assert!(nonce != 0, "a boot nonce is never zero");
-    ClientId((u128::from(nonce) << 8) | u128::from(replica))
 }
 
 /// What a replica's log says of one of its own requests after a view
@@ -640,6 +577,27 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
             Ok(actions) => Ok(Ok(self.perform(actions).await?)),
             Err(refusal) => Ok(Err(refusal)),
         }
+    }
+
+    /// A client request prepared without its journal sync
+    /// (`VsrReplica::prepare_request`): the group commits several at once.
+    /// `sync_prepared` must follow before any other input.
+    pub async fn prepare_request(
+        &mut self,
+        request: Request,
+        now_us: u64,
+    ) -> Result<Result<Vec<Effect>, NotAdmitted>, GroupError> {
+        match self.replica.prepare_request(request, now_us) {
+            Ok(actions) => Ok(Ok(self.perform(actions).await?)),
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    /// Syncs the journal under the requests prepared since the last sync
+    /// and commits what that allows (nothing when none waits).
+    pub async fn sync_prepared(&mut self) -> Result<Vec<Effect>, GroupError> {
+        let actions = self.replica.sync_prepared();
+        self.perform(actions).await
     }
 
     /// A frame from a peer of this group.

@@ -55,7 +55,7 @@ use engine::cluster_partition::{
     encode_append, encode_command,
 };
 use engine::partition::{ConsumerKey, Partition};
-use engine::replicated::{Effect, Fate as OwnFate, GroupError, Placement};
+use engine::replicated::{Effect, Fate as OwnFate, GroupError, Placement, Sync};
 use protocol::ErrorCode;
 use protocol::batch::BATCH_HEADER_SIZE;
 use storage::superblock::Identity;
@@ -65,6 +65,7 @@ use tracing::{error, info, warn};
 mod auto_commit;
 mod log_fetch;
 mod prepare_memo;
+mod submissions;
 
 use prepare_memo::PrepareMemo;
 
@@ -76,6 +77,9 @@ use super::process_stats::now_us;
 
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
+/// Submissions found queued together that share one journal sync (group
+/// commit), at most.
+const GATHER_MAX: usize = 64;
 /// How long a forwarded submission waits for the primary's answer before
 /// it is in doubt.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -241,6 +245,7 @@ impl PartitionReplica {
             wanted_purge: wanted_purge.clone(),
             purge_proposed: None,
             last_prepare: PrepareMemo::default(),
+            stashed: None,
         };
         compio::runtime::spawn(task.run(rx)).detach();
         Ok(PartitionReplica {
@@ -381,6 +386,9 @@ struct Task {
     leading: Rc<Cell<Option<View>>>,
     /// A group of one's journal head at boot, until it is committed.
     boot_head: Option<Op>,
+    /// An input taken from the queue while gathering submissions, to be
+    /// handled next.
+    stashed: Option<Input>,
 }
 
 impl Task {
@@ -412,7 +420,9 @@ impl Task {
         loop {
             // The next input, or the checkpoint written beside the group
             // being done (its compaction then runs here, in line).
-            let next = {
+            let next = if let Some(input) = self.stashed.take() {
+                Some(Ok(input))
+            } else {
                 let group = self.group.group_mut();
                 let mut recv = std::pin::pin!(rx.recv());
                 std::future::poll_fn(|cx| {
@@ -447,7 +457,9 @@ impl Task {
                 }
                 Some(Ok(Input::Checkpoint)) => self.group.group_mut().checkpoint_now().await,
                 Some(Ok(Input::Frame(from, message))) => self.on_message(from, message).await,
-                Some(Ok(Input::Submit(command, reply))) => self.on_submit(command, reply).await,
+                Some(Ok(Input::Submit(command, reply))) => {
+                    self.on_submits(command, reply, &rx).await
+                }
             };
             match effects {
                 Ok(effects) => self.perform(effects),
@@ -514,59 +526,8 @@ impl Task {
         }
         self.purge_proposed = Some(Instant::now());
         let (reply, _) = oneshot();
-        self.on_submit(Command::Purge { generation }, reply).await
-    }
-
-    async fn on_submit(
-        &mut self,
-        mut command: Command,
-        reply: TxOneshot<Outcome>,
-    ) -> Result<Vec<Effect>, GroupError> {
-        let view = self.group.group().replica().view();
-        if let Some(code) = self.refused_for_space(&command) {
-            reply.send(Outcome::Refused(code));
-            return Ok(Vec::new());
-        }
-        match self.group.submit(&mut command, now_us()).await? {
-            Submit::Prepared { request, effects } => {
-                self.waiters.insert(request, (view, command, reply));
-                return Ok(effects);
-            }
-            Submit::Rejected(code) => reply.send(Outcome::Refused(code)),
-            Submit::NotPrimary { view } => self.forward(view, command, reply),
-            Submit::Busy => reply.send(Outcome::Refused(NOT_ACCEPTED)),
-        }
-        Ok(Vec::new())
-    }
-
-    /// Sends the submission to the primary of `view` (once; never
-    /// re-forwarded there).
-    fn forward(&mut self, view: View, command: Command, reply: TxOneshot<Outcome>) {
-        let primary = (view.0 % u32::from(self.shared.replicas)) as u8;
-        if primary == self.shared.replica {
-            // The primary-elect of a view not started yet.
-            reply.send(Outcome::Refused(NOT_ACCEPTED));
-            return;
-        }
-        let body = match &command {
-            Command::Append { buffer, range } => match buffer.get(range.clone()) {
-                Some(record) => encode_append(Offset::ZERO, record),
-                None => {
-                    reply.send(Outcome::Refused(ErrorCode::InvalidMessagesCount));
-                    return;
-                }
-            },
-            other => encode_command(other).expect("not an append"),
-        };
-        let nonce = self.next_nonce;
-        self.next_nonce += 1;
-        let forwarded = Forwarded {
-            view,
-            sent: Instant::now(),
-            commit: self.group.group().replica().commit_min(),
-        };
-        self.forwards.insert(nonce, (forwarded, command, reply));
-        self.send(primary, Message::ForwardRequest { view, nonce, body });
+        self.on_submit(Command::Purge { generation }, reply, Sync::Now)
+            .await
     }
 
     async fn on_message(
@@ -594,64 +555,6 @@ impl Task {
             }
             message => self.group.on_message(from, message).await,
         }
-    }
-
-    /// Primary: another node's submission, prepared as ours.
-    async fn on_forwarded(
-        &mut self,
-        origin: ReplicaId,
-        nonce: u64,
-        body: Vec<u8>,
-    ) -> Result<Vec<Effect>, GroupError> {
-        let view = self.group.group().replica().view();
-        let mut command = match decode(&body) {
-            Ok(Decoded::Append { .. }) => Command::Append {
-                range: APPEND_PREFIX..body.len(),
-                buffer: body,
-            },
-            Ok(Decoded::StoreOffset { consumer, offset }) => {
-                Command::StoreOffset { consumer, offset }
-            }
-            Ok(Decoded::DeleteOffset { consumer }) => Command::DeleteOffset { consumer },
-            Ok(Decoded::Purge { generation }) => Command::Purge { generation },
-            Err(e) => {
-                warn!(
-                    peer = origin,
-                    ns = self.ns,
-                    "a forwarded partition op was refused: {e}"
-                );
-                let code = ErrorCode::InvalidMessagesCount as u32;
-                self.send(origin, forward_reply(view, nonce, Op::ZERO, code));
-                return Ok(Vec::new());
-            }
-        };
-        if let Some(code) = self.refused_for_space(&command) {
-            self.send(origin, forward_reply(view, nonce, Op::ZERO, code as u32));
-            return Ok(Vec::new());
-        }
-        let refusal = match self.group.submit(&mut command, now_us()).await? {
-            Submit::Prepared { request, effects } => {
-                self.remote.insert(request, (origin, nonce));
-                return Ok(effects);
-            }
-            Submit::Rejected(code) => code,
-            // Never re-forwarded: the origin tries again.
-            Submit::NotPrimary { .. } => NOT_ACCEPTED,
-            Submit::Busy => NOT_ACCEPTED,
-        };
-        self.send(origin, forward_reply(view, nonce, Op::ZERO, refusal as u32));
-        Ok(Vec::new())
-    }
-
-    /// A primary's append that would leave the disk without its reserve
-    /// (`disk_space`): refused as a single node refuses on a full disk.
-    fn refused_for_space(&self, command: &Command) -> Option<ErrorCode> {
-        let Command::Append { range, .. } = command else {
-            return None;
-        };
-        let primary = self.group.group().replica().is_primary();
-        (primary && !self.shared.disk.admit(range.len() as u64))
-            .then_some(ErrorCode::CannotSaveMessagesToSegment)
     }
 
     fn perform(&mut self, effects: Vec<Effect>) {
