@@ -195,8 +195,10 @@ fi
 gb_pair=$(awk -v b="$batches" 'BEGIN {print 2 * b / 1000}')
 gb_single=$(awk -v b="$batches" 'BEGIN {print 20 * b / 1000000}')
 gb_hundred=$(awk -v b="$batches" 'BEGIN {print 5 * b / 10000}')
+gb_shared=$(awk -v b="$batches" 'BEGIN {print 8 * 10 * b / 100000}')
 # $WORKLOADS (default: all) picks workloads by name: pair (2 producers,
-# then 2 consumers), fsync, single (1 message per batch), hundred.
+# then 2 consumers), fsync, single (1 message per batch), hundred, shared
+# (8 producers sending 10-message batches to one partition).
 want() {
     [ -z "${WORKLOADS:-}" ] || [[ " $WORKLOADS " == *" $1 "* ]]
 }
@@ -220,6 +222,10 @@ for round in $(seq "$rounds"); do
         if want single; then
             fresh "$binary" $is_ref 1 false
             echo "round $round $side 1 message:    $(run "$gb_single" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
+        fi
+        if want shared; then
+            fresh "$binary" $is_ref 1 false
+            echo "round $round $side 8 on 1:       $(run "$gb_shared" balanced-producer --producers 8 --streams 1 --partitions 1 --message-size 1000 --messages-per-batch 10 --message-batches $((10 * batches)) $rate)"
         fi
         if want hundred; then
             fresh "$binary" $is_ref 1 false
