@@ -567,16 +567,19 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
         &self.machine
     }
 
-    /// A client request (the primary prepares it; see `VsrReplica`).
+    /// A client request (the primary prepares it and syncs its journal;
+    /// see `VsrReplica::on_request`).
     pub async fn on_request(
         &mut self,
         request: Request,
         now_us: u64,
     ) -> Result<Result<Vec<Effect>, NotAdmitted>, GroupError> {
-        match self.replica.on_request(request, now_us) {
-            Ok(actions) => Ok(Ok(self.perform(actions).await?)),
-            Err(refusal) => Ok(Err(refusal)),
-        }
+        let mut effects = match self.prepare_request(request, now_us).await? {
+            Ok(effects) => effects,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        effects.extend(self.sync_prepared().await?);
+        Ok(Ok(effects))
     }
 
     /// A client request prepared without its journal sync
