@@ -78,8 +78,9 @@ use super::process_stats::now_us;
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
 /// Submissions found queued together that share one journal sync (group
-/// commit), at most.
-const GATHER_MAX: usize = 64;
+/// commit), at most: a pipeline's depth, so a group of one (which commits
+/// everything at each sync) never refuses one of them as busy.
+const GATHER_MAX: usize = consensus::vsr::PIPELINE_DEPTH_DEFAULT;
 /// How long a forwarded submission waits for the primary's answer before
 /// it is in doubt.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
