@@ -51,8 +51,7 @@ use crossfire::mpsc::{Array, bounded_async};
 use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx};
 use engine::cluster_partition::{
-    APPEND_PREFIX, Applied, Command, Decoded, Fetched, ReplicatedPartition, Submit, decode,
-    encode_append, encode_command,
+    APPEND_PREFIX, Applied, Command, Decoded, Fetched, ReplicatedPartition, decode, encode_command,
 };
 use engine::partition::{ConsumerKey, Partition};
 use engine::replicated::{Effect, Fate as OwnFate, GroupError, Placement, Sync};
@@ -73,7 +72,6 @@ use log_fetch::Fetch;
 
 use super::cluster_commit::{DOUBT_MAX, TICK};
 use super::cluster_state::ClusterShared;
-use super::process_stats::now_us;
 
 /// Inputs queued per group at most; a full queue answers 57.
 const QUEUE_CAPACITY: usize = 1024;
@@ -838,6 +836,7 @@ mod tests {
     use consensus::vsr::message::Request;
     use consensus::vsr::{Timing, VsrReplica};
     use consensus::{ClientId, RequestNumber};
+    use engine::cluster_partition::encode_append;
     use protocol::batch::{build_record, stamp_record};
 
     use super::*;

@@ -2,7 +2,23 @@
 //! primary (several queued together share one journal sync), forwarded
 //! once to the primary elsewhere, or refused.
 
-use super::*;
+use std::time::Instant;
+
+use consensus::vsr::message::{Message, ReplicaId};
+use consensus::{Op, View};
+use crossfire::AsyncRx;
+use crossfire::mpsc::Array;
+use crossfire::oneshot::TxOneshot;
+use engine::cluster_partition::{
+    APPEND_PREFIX, Command, Decoded, Submit, decode, encode_append, encode_command,
+};
+use engine::replicated::{Effect, GroupError, Sync};
+use protocol::ErrorCode;
+use storage::Offset;
+use tracing::warn;
+
+use super::super::process_stats::now_us;
+use super::{Forwarded, GATHER_MAX, Input, NOT_ACCEPTED, Outcome, Task, forward_reply};
 
 impl Task {
     /// A submission and those queued right behind it (at most
