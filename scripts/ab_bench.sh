@@ -202,6 +202,12 @@ gb_shared=$(awk -v b="$batches" 'BEGIN {print 8 * 10 * b / 100000}')
 want() {
     [ -z "${WORKLOADS:-}" ] || [[ " $WORKLOADS " == *" $1 "* ]]
 }
+# line LABEL GB ARGS...: one run, printed as `round N SIDE LABEL <result>`.
+line() {
+    local label=$1
+    shift
+    echo "round $round $side $label $(run "$@")"
+}
 for round in $(seq "$rounds"); do
     for side in $labels; do
         binary=$old
@@ -212,24 +218,28 @@ for round in $(seq "$rounds"); do
         fi
         if want pair; then
             fresh "$binary" $is_ref 2 false
-            echo "round $round $side 2 producers:  $(run "$gb_pair" pinned-producer --producers 2 $batch $rate)"
-            echo "round $round $side 2 consumers:  $(run "$gb_pair" pinned-consumer --consumers 2 $batch)"
+            line "2 producers: " "$gb_pair" pinned-producer --producers 2 $batch $rate
+            line "2 consumers: " "$gb_pair" pinned-consumer --consumers 2 $batch
         fi
         if want fsync; then
             fresh "$binary" $is_ref 2 true
-            echo "round $round $side 2 fsync:      $(run "$gb_pair" pinned-producer --producers 2 $batch --fsync $rate)"
+            line "2 fsync:     " "$gb_pair" pinned-producer --producers 2 $batch --fsync $rate
         fi
         if want single; then
             fresh "$binary" $is_ref 1 false
-            echo "round $round $side 1 message:    $(run "$gb_single" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 1 --message-batches $((20 * batches)))"
+            line "1 message:   " "$gb_single" pinned-producer --producers 1 --message-size 1000 \
+                --messages-per-batch 1 --message-batches $((20 * batches))
         fi
         if want shared; then
             fresh "$binary" $is_ref 1 false
-            echo "round $round $side 8 on 1:       $(run "$gb_shared" balanced-producer --producers 8 --streams 1 --partitions 1 --message-size 1000 --messages-per-batch 10 --message-batches $((10 * batches)) $rate)"
+            line "8 on 1:      " "$gb_shared" balanced-producer --producers 8 --streams 1 \
+                --partitions 1 --message-size 1000 --messages-per-batch 10 \
+                --message-batches $((10 * batches)) $rate
         fi
         if want hundred; then
             fresh "$binary" $is_ref 1 false
-            echo "round $round $side 100 messages: $(run "$gb_hundred" pinned-producer --producers 1 --message-size 1000 --messages-per-batch 100 --message-batches $((5 * batches)) $rate)"
+            line "100 messages:" "$gb_hundred" pinned-producer --producers 1 --message-size 1000 \
+                --messages-per-batch 100 --message-batches $((5 * batches)) $rate
         fi
     done
 done

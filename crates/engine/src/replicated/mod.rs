@@ -742,7 +742,7 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                         let task = compio::runtime::spawn(async move {
                             persist.await?;
                             wait_for_space(&snapshot_dir, async || {
-                                journal.store_snapshot(op, payload.clone()).await
+                                journal.store_snapshot(op, &payload).await
                             })
                             .await
                         });
@@ -768,10 +768,8 @@ impl<S: Storage, M: StateMachine> Group<S, M> {
                     let payload = encode_snapshot(&snapshot);
                     let op = snapshot.op().0;
                     let (dir, journal) = (&self.dir, &self.journal);
-                    wait_for_space(dir, async || {
-                        journal.write_snapshot(op, payload.clone()).await
-                    })
-                    .await?;
+                    wait_for_space(dir, async || journal.write_snapshot(op, &payload).await)
+                        .await?;
                     self.replica.checkpointed(snapshot);
                     self.machine.checkpointed(Op(op)).await?;
                     // The group waits for its checkpoint: a latency source.

@@ -343,7 +343,7 @@ impl<S: Storage> Journal<S> {
     /// after it are rewritten durably. So a journal written without fsyncs
     /// (a `replicated` partition group) drops its covered pages from the
     /// page cache, mostly before the kernel ever writes them back.
-    pub async fn write_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
+    pub async fn write_snapshot(&self, sequence: u64, payload: &[u8]) -> Result<()> {
         assert!(
             sequence <= self.last_sequence(),
             "write_snapshot({sequence}) for a record never appended"
@@ -354,7 +354,7 @@ impl<S: Storage> Journal<S> {
         self.check_writable()?;
         {
             let _snapshot_io = self.inner.snapshot_io.lock().await;
-            self.store_snapshot_locked(sequence, &payload).await?;
+            self.store_snapshot_locked(sequence, payload).await?;
         }
         self.compact_locked(sequence).await?;
         assert!(
@@ -370,14 +370,14 @@ impl<S: Storage> Journal<S> {
     /// syncs and cuts of records above `sequence` go on meanwhile; `compact`
     /// then drops the covered records. A crash between the two leaves both,
     /// and `open` skips the records the snapshot covers.
-    pub async fn store_snapshot(&self, sequence: u64, payload: Vec<u8>) -> Result<()> {
+    pub async fn store_snapshot(&self, sequence: u64, payload: &[u8]) -> Result<()> {
         assert!(
             sequence <= self.last_sequence(),
             "store_snapshot({sequence}) for a record never appended"
         );
         let _snapshot_io = self.inner.snapshot_io.lock().await;
         self.check_writable()?;
-        self.store_snapshot_locked(sequence, &payload).await
+        self.store_snapshot_locked(sequence, payload).await
     }
 
     /// Snapshots from now on are written in place into `snapshot.slots`

@@ -93,10 +93,7 @@ async fn given_snapshot_when_reopening_should_return_it_and_the_records_after_it
         journal.append(&payload(sequence)).unwrap();
     }
     let path = dir().join(JOURNAL_FILE_NAME);
-    journal
-        .write_snapshot(6, b"state@6".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(6, b"state@6").await.unwrap();
     let compacted = storage.file_bytes(&path).unwrap().len();
     assert_eq!(
         compacted,
@@ -161,13 +158,13 @@ async fn run_until_crash(storage: &SimStorage, rng: &mut StdRng) -> u64 {
         };
         let outcome = match rng.random_range(0..10) {
             0..5 => journal.wait_durable(sequence).await,
-            5 => journal.write_snapshot(sequence, payload(sequence)).await,
+            5 => journal.write_snapshot(sequence, &payload(sequence)).await,
             // A snapshot written beside the journal, covering all but the
             // newest record, which stays in the older file.
             6 if sequence > 1 => {
                 let covered = sequence - 1;
                 match journal.rotate().await {
-                    Ok(()) => match journal.store_snapshot(covered, payload(covered)).await {
+                    Ok(()) => match journal.store_snapshot(covered, &payload(covered)).await {
                         Ok(()) => journal.compact(covered).await,
                         Err(error) => Err(error),
                     },
@@ -241,7 +238,7 @@ async fn given_full_disk_when_syncing_should_keep_the_records_and_succeed_once_f
     });
     let error = journal.sync().await.unwrap_err();
     assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
-    let snapshot = journal.write_snapshot(1, b"state".to_vec()).await;
+    let snapshot = journal.write_snapshot(1, b"state").await;
     assert!(matches!(snapshot, Err(StorageError::NoSpace { .. })));
     journal.append(&payload(3)).unwrap();
     storage.set_faults(SimFaults::default());
@@ -325,17 +322,11 @@ async fn given_compactions_cuts_and_pending_records_when_reopening_should_keep_e
     }
     journal.sync().await.unwrap();
     journal.append(&payload(9)).unwrap(); // pending across the compaction
-    journal
-        .write_snapshot(4, b"state@4".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(4, b"state@4").await.unwrap();
     for sequence in 10..=12 {
         journal.append(&payload(sequence)).unwrap();
     }
-    journal
-        .write_snapshot(9, b"state@9".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(9, b"state@9").await.unwrap();
     journal.append(&payload(13)).unwrap();
     journal.truncate_after(11).await.unwrap();
     assert_eq!(journal.append(b"twelve again").unwrap(), 12);
@@ -411,10 +402,7 @@ async fn given_direct_io_when_syncing_snapshotting_cutting_and_crashing_should_k
         journal.sync().await.unwrap();
         assert_eq!(journal.durable_sequence(), sequence);
     }
-    journal
-        .write_snapshot(4, b"state@4".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(4, b"state@4").await.unwrap();
     journal.append(&payload(10)).unwrap();
     journal.sync().await.unwrap();
     journal.truncate_after(8).await.unwrap();
@@ -452,10 +440,7 @@ async fn snapshot_of_six_written_records(unsynced_records: bool) -> (SimStorage,
     }
     journal.write_out().await.unwrap();
     let before = storage.syncs_done();
-    journal
-        .write_snapshot(4, b"state@4".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(4, b"state@4").await.unwrap();
     (storage.clone(), storage.syncs_done() - before)
 }
 
@@ -472,22 +457,16 @@ async fn given_snapshot_slots_when_snapshotting_and_crashing_should_recover_the_
     journal.write_out().await.unwrap();
     // The first snapshot creates the file (atomically), the next ones
     // overwrite a slot in place: one fdatasync, nothing else.
-    journal
-        .write_snapshot(3, b"state@3".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(3, b"state@3").await.unwrap();
     for sequence in [6, 8] {
         let before = storage.syncs_done();
         let state = format!("state@{sequence}").into_bytes();
-        journal.write_snapshot(sequence, state).await.unwrap();
+        journal.write_snapshot(sequence, &state).await.unwrap();
         assert_eq!(storage.syncs_done() - before, 1, "one fdatasync");
     }
     // A snapshot larger than a slot rewrites the file with bigger slots.
-    journal.write_snapshot(9, vec![9u8; 10_000]).await.unwrap();
-    journal
-        .write_snapshot(10, b"state@10".to_vec())
-        .await
-        .unwrap();
+    journal.write_snapshot(9, &[9u8; 10_000]).await.unwrap();
+    journal.write_snapshot(10, b"state@10").await.unwrap();
     assert!(
         !storage
             .exists(&dir().join(SNAPSHOT_FILE_NAME))
@@ -507,10 +486,7 @@ async fn given_snapshot_slots_when_snapshotting_and_crashing_should_recover_the_
     // Reopened, it overwrites the older slot (the one holding 9), so a
     // power loss after this snapshot finds it, and before it finds 10.
     reopened.use_snapshot_slots();
-    reopened
-        .write_snapshot(11, b"state@11".to_vec())
-        .await
-        .unwrap();
+    reopened.write_snapshot(11, b"state@11").await.unwrap();
     let (_, recovery) = open(&storage.crash(CrashMode::Clean)).await;
     let snapshot = recovery.snapshot.unwrap();
     assert_eq!(
@@ -541,9 +517,7 @@ async fn given_snapshots_stored_beside_appends_when_compacting_should_drop_whole
             journal.rotate().await.unwrap();
             let storing = {
                 let journal = journal.clone();
-                compio::runtime::spawn(async move {
-                    journal.store_snapshot(4, b"state@4".to_vec()).await
-                })
+                compio::runtime::spawn(async move { journal.store_snapshot(4, b"state@4").await })
             };
             for sequence in 7..=9 {
                 journal.append(&payload(sequence)).unwrap();
@@ -557,10 +531,7 @@ async fn given_snapshots_stored_beside_appends_when_compacting_should_drop_whole
             );
             // The next one at 8 drops the first file whole, no copy.
             journal.rotate().await.unwrap();
-            journal
-                .store_snapshot(8, b"state@8".to_vec())
-                .await
-                .unwrap();
+            journal.store_snapshot(8, b"state@8").await.unwrap();
             journal.append(&payload(10)).unwrap();
             journal.sync().await.unwrap();
             journal.compact(8).await.unwrap();
@@ -683,7 +654,7 @@ async fn given_recycled_files_when_rotating_and_killed_at_each_step_should_recov
         journal.rotate().await.unwrap();
         check(&lens, &storage).await;
         journal
-            .store_snapshot(covered, payload(covered))
+            .store_snapshot(covered, &payload(covered))
             .await
             .unwrap();
         journal.compact(covered).await.unwrap();
@@ -752,7 +723,7 @@ async fn given_random_rotations_snapshots_and_cuts_when_killed_after_any_step_sh
                 7 | 8 if written > snapshot => {
                     let covered = rng.random_range(snapshot + 1..=written);
                     journal
-                        .store_snapshot(covered, payload(covered))
+                        .store_snapshot(covered, &payload(covered))
                         .await
                         .unwrap();
                     snapshot = covered;

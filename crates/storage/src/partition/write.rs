@@ -251,7 +251,6 @@ impl<S: Storage> PartitionLog<S> {
             written.map_err(|error| self.write_failed("segment write", &log_path, error))?;
             self.clear_no_space();
             let rolls = chunk.rolls;
-            let buffered = self.state().active().direct.is_none();
             {
                 let mut state = self.state_mut();
                 state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
@@ -261,9 +260,7 @@ impl<S: Storage> PartitionLog<S> {
                     active.unsynced = false;
                 }
             }
-            if buffered {
-                self.write_behind();
-            }
+            self.write_behind();
             self.write_index_locked(rolls).await?;
             if rolls {
                 self.roll_locked(chunk.last_offset.next()).await?;
@@ -285,7 +282,8 @@ impl<S: Storage> PartitionLog<S> {
             let mut state = self.state_mut();
             let segment = state.active_mut();
             let (from, end) = (segment.written_back, segment.size_bytes);
-            if every == 0 || end - from < every {
+            // A segment written with direct I/O leaves no dirty pages.
+            if segment.direct.is_some() || every == 0 || end - from < every {
                 return;
             }
             segment.written_back = end;
