@@ -252,6 +252,7 @@ fn shard_options(
             validate_checksum_on_read: config.system.partition.validate_checksum,
             direct_io: config.system.partition.direct_io,
             partition_cache_bytes: config.system.partition.cache_size.as_bytes(),
+            partition_cache_prefault: config.system.partition.cache_prefault,
             write_behind_bytes: config.system.partition.write_behind.as_bytes(),
             cleaner_interval: config
                 .data_maintenance

@@ -39,6 +39,8 @@ pub struct Limits {
     pub direct_io: server::config::DirectIo,
     /// `system.partition.cache_size`, in bytes, for the whole node.
     pub partition_cache_bytes: u64,
+    /// `system.partition.cache_prefault`.
+    pub partition_cache_prefault: bool,
     /// `system.partition.write_behind`, in bytes.
     pub write_behind_bytes: u64,
     /// Period of the segment cleaner; `None` when it is disabled.

@@ -128,7 +128,9 @@ impl Node {
             committer,
             partition_cache: {
                 let share = ctx.limits.partition_cache_bytes / ctx.shard_count.max(1) as u64;
-                (share > 0).then(|| storage::partition::SharedCache::new(share))
+                (share > 0).then(|| {
+                    storage::partition::SharedCache::new(share, ctx.limits.partition_cache_prefault)
+                })
             },
             ctx,
         }

@@ -22,7 +22,7 @@ impl<S: Storage> Journal<S> {
     ) -> Result<()> {
         let len = bytes.len() as u64;
         let records = [bytes::Bytes::from(bytes)];
-        let plan = plan_write(end, tail, &records);
+        let plan = plan_write(end, tail, &records, None);
         let data_len = plan.data_len;
         let BufResult(written, buffer) = direct_file.write_all_at(plan.buffer, plan.position).await;
         if let Err(error) = written {
@@ -42,7 +42,7 @@ impl<S: Storage> Journal<S> {
         state.written_sequence = last;
         state.durable_sequence = state.durable_sequence.max(last);
         if let Some(direct) = &mut state.direct {
-            direct.tail = AlignedWrite::next_tail(buffer, data_len);
+            direct.tail = AlignedWrite::next_tail(&buffer, data_len);
             assert_eq!(
                 direct.tail.len() as u64,
                 state.end % DIRECT_IO_ALIGN,

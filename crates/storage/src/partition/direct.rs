@@ -29,8 +29,9 @@ use std::io;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
-use compio::buf::{IntoInner, IoBuf, Slice};
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::arena::{self, WriteArena};
 
 use super::state::Segment;
 use crate::error::{Result, io_error};
@@ -94,14 +95,23 @@ pub(super) async fn open_writer<S: Storage>(
 /// blocks) goes to `position`.
 pub struct AlignedWrite {
     pub position: u64,
-    pub buffer: Slice<Vec<u8>>,
+    pub buffer: Bytes,
     /// Bytes of `buffer` that are data; the rest is padding.
     pub data_len: usize,
+    /// `buffer` was cut from the shard's arena, so the cache keeps slices
+    /// of it instead of the records (see `arena`).
+    pub in_arena: bool,
 }
 
 /// Lays out the write that appends `records` at logical position `end`,
-/// given the `tail` of the block holding `end`.
-pub fn plan_write(end: u64, tail: &[u8], records: &[Bytes]) -> AlignedWrite {
+/// given the `tail` of the block holding `end`: in a region of `arena`
+/// when it has one for this size, else in a buffer of its own.
+pub fn plan_write(
+    end: u64,
+    tail: &[u8],
+    records: &[Bytes],
+    arena: Option<&mut WriteArena>,
+) -> AlignedWrite {
     assert_eq!(
         end % DIRECT_IO_ALIGN,
         tail.len() as u64,
@@ -109,30 +119,32 @@ pub fn plan_write(end: u64, tail: &[u8], records: &[Bytes]) -> AlignedWrite {
     );
     let data_len = tail.len() + records.iter().map(Bytes::len).sum::<usize>();
     let padded = data_len.next_multiple_of(ALIGN);
-    let mut bytes: Vec<u8> = Vec::with_capacity(padded + ALIGN);
-    let skip = bytes.as_ptr().align_offset(ALIGN);
-    bytes.resize(skip, 0);
-    bytes.extend_from_slice(tail);
-    records.iter().for_each(|r| bytes.extend_from_slice(r));
-    bytes.resize(skip + padded, 0);
-    assert!(
-        bytes.capacity() >= skip + padded,
-        "the buffer never reallocates, so it stays aligned"
-    );
+    let fill = |bytes: &mut BytesMut| {
+        bytes.extend_from_slice(tail);
+        records.iter().for_each(|r| bytes.extend_from_slice(r));
+        bytes.put_bytes(0, padded - data_len);
+    };
+    let in_arena = arena.and_then(|arena| arena.cut(padded, fill));
+    let (buffer, in_arena) = match in_arena {
+        Some(region) => (region, true),
+        None => {
+            let mut own = BytesMut::with_capacity(padded + ALIGN);
+            let skip = own.as_ptr().align_offset(ALIGN);
+            (arena::cut_from(&mut own, skip, padded, fill), false)
+        }
+    };
     AlignedWrite {
         position: end - tail.len() as u64,
-        buffer: bytes.slice(skip..skip + padded),
+        buffer,
         data_len,
+        in_arena,
     }
 }
 
 impl AlignedWrite {
     /// The tail after this write succeeded.
-    pub fn next_tail(buffer: Slice<Vec<u8>>, data_len: usize) -> Vec<u8> {
-        let start = buffer.begin();
-        let bytes = buffer.into_inner();
-        let data = &bytes[start..start + data_len];
-        data[data_len - data_len % ALIGN..].to_vec()
+    pub fn next_tail(buffer: &[u8], data_len: usize) -> Vec<u8> {
+        buffer[data_len - data_len % ALIGN..data_len].to_vec()
     }
 }
 
@@ -150,15 +162,15 @@ mod tests {
 
     #[test]
     fn given_an_empty_segment_when_planning_should_pad_to_a_block() {
-        let write = plan_write(0, &[], &records(&[100]));
+        let write = plan_write(0, &[], &records(&[100]), None);
         assert_eq!(write.position, 0);
         assert_eq!(write.data_len, 100);
-        assert_eq!(write.buffer.as_init().len(), ALIGN);
-        assert_eq!(write.buffer.as_init().as_ptr() as usize % ALIGN, 0);
-        assert!(write.buffer.as_init()[..100].iter().all(|&b| b == 1));
-        assert!(write.buffer.as_init()[100..].iter().all(|&b| b == 0));
+        assert_eq!(write.buffer.len(), ALIGN);
+        assert_eq!(write.buffer.as_ptr() as usize % ALIGN, 0);
+        assert!(write.buffer[..100].iter().all(|&b| b == 1));
+        assert!(write.buffer[100..].iter().all(|&b| b == 0));
         assert_eq!(
-            AlignedWrite::next_tail(write.buffer, write.data_len),
+            AlignedWrite::next_tail(&write.buffer, write.data_len),
             vec![1; 100]
         );
     }
@@ -167,25 +179,46 @@ mod tests {
     fn given_a_partial_block_when_planning_should_rewrite_it_first() {
         let end = 2 * DIRECT_IO_ALIGN + 10;
         let tail = vec![9u8; 10];
-        let write = plan_write(end, &tail, &records(&[5000, 3]));
+        let write = plan_write(end, &tail, &records(&[5000, 3]), None);
         assert_eq!(write.position, 2 * DIRECT_IO_ALIGN);
         assert_eq!(write.data_len, 5013);
-        let bytes = write.buffer.as_init();
+        let bytes = &write.buffer;
         assert_eq!(bytes.len(), 2 * ALIGN);
         assert_eq!(bytes.as_ptr() as usize % ALIGN, 0);
         assert_eq!(&bytes[..10], &[9; 10]);
         assert!(bytes[10..5010].iter().all(|&b| b == 1));
         assert_eq!(&bytes[5010..5013], &[2, 2, 2]);
         assert!(bytes[5013..].iter().all(|&b| b == 0));
-        let next = AlignedWrite::next_tail(write.buffer, write.data_len);
+        let next = AlignedWrite::next_tail(&write.buffer, write.data_len);
         assert_eq!(next.len(), 5013 - ALIGN);
         assert_eq!(&next[next.len() - 3..], &[2, 2, 2]);
     }
 
     #[test]
     fn given_data_ending_on_a_boundary_when_planning_should_leave_no_tail() {
-        let write = plan_write(0, &[], &records(&[ALIGN - 1, 1]));
-        assert_eq!(write.buffer.as_init().len(), ALIGN);
-        assert!(AlignedWrite::next_tail(write.buffer, write.data_len).is_empty());
+        let write = plan_write(0, &[], &records(&[ALIGN - 1, 1]), None);
+        assert_eq!(write.buffer.len(), ALIGN);
+        assert!(AlignedWrite::next_tail(&write.buffer, write.data_len).is_empty());
+    }
+
+    #[test]
+    fn given_an_arena_when_planning_a_large_write_should_cut_it_there_and_small_ones_not() {
+        let mut arena = WriteArena::new(1 << 20, false);
+        let tail = vec![9u8; 10];
+        let large = plan_write(
+            DIRECT_IO_ALIGN + 10,
+            &tail,
+            &records(&[100_000]),
+            Some(&mut arena),
+        );
+        assert!(large.in_arena);
+        assert_eq!(large.buffer.as_ptr() as usize % ALIGN, 0);
+        assert_eq!(large.data_len, 100_010);
+        assert_eq!(&large.buffer[..10], &[9; 10]);
+        assert!(large.buffer[10..100_010].iter().all(|&b| b == 1));
+        assert!(large.buffer[100_010..].iter().all(|&b| b == 0));
+        let small = plan_write(0, &[], &records(&[100]), Some(&mut arena));
+        assert!(!small.in_arena);
+        assert_eq!(arena.allocated_blocks(), 1);
     }
 }

@@ -17,6 +17,7 @@
 //! `RefCell` borrow is held across an `.await`. The log is a cheap `Rc`
 //! handle: clones share one log on one thread.
 
+mod arena;
 pub(crate) mod direct;
 mod frontier;
 mod index;

@@ -9,10 +9,14 @@
 //! partition that stops writing keeps what it holds until the next of its
 //! own writes, or its log is dropped. The budget counts written
 //! batches only: unwritten ones are bounded by `max_unwritten_bytes`.
+//! The budget also owns the shard's write arena (`arena`): large direct
+//! writes are planned there, and the cache keeps slices of them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell, RefMut};
 use std::fmt;
 use std::rc::Rc;
+
+use super::arena::WriteArena;
 
 /// What a partition keeps whatever the shard's total, by default (the
 /// cache every partition has without a shared budget).
@@ -26,21 +30,39 @@ struct Budget {
     limit: u64,
     floor: u64,
     used: Cell<u64>,
+    arena: RefCell<WriteArena>,
 }
 
 impl SharedCache {
-    pub fn new(limit: u64) -> Self {
-        Self::with_floor(limit, FLOOR_BYTES)
+    /// A budget of `limit` bytes; with `prefault` its arena's memory is
+    /// touched now rather than at first use.
+    pub fn new(limit: u64, prefault: bool) -> Self {
+        Self::build(limit, FLOOR_BYTES, prefault)
     }
 
     /// A budget whose partitions each keep `floor` bytes whatever the
     /// total.
     pub fn with_floor(limit: u64, floor: u64) -> Self {
+        Self::build(limit, floor, false)
+    }
+
+    fn build(limit: u64, floor: u64, prefault: bool) -> Self {
         SharedCache(Rc::new(Budget {
             limit,
             floor,
             used: Cell::new(0),
+            arena: RefCell::new(WriteArena::new(limit, prefault)),
         }))
+    }
+
+    /// The shard's write arena; borrowed only while a write is planned.
+    pub(super) fn arena(&self) -> RefMut<'_, WriteArena> {
+        self.0.arena.borrow_mut()
+    }
+
+    /// Arena blocks allocated so far (each `arena::BLOCK_BYTES`).
+    pub fn arena_blocks(&self) -> u64 {
+        self.0.arena.borrow().allocated_blocks()
     }
 
     pub fn floor(&self) -> u64 {

@@ -271,16 +271,34 @@ impl<F> LogState<F> {
         Some(chunk)
     }
 
-    /// Records that `chunk` is now in the active segment's files.
-    pub fn apply_flushed_chunk(&mut self, chunk: &FlushChunk, cache_limit_bytes: u64) {
+    /// Records that `chunk` is now in the active segment's files. With a
+    /// `region` (the chunk's records, consecutive, as written from the
+    /// shard's arena) the cache keeps slices of it instead of the records.
+    pub fn apply_flushed_chunk(
+        &mut self,
+        chunk: &FlushChunk,
+        region: Option<&Bytes>,
+        cache_limit_bytes: u64,
+    ) {
         let count = chunk.buffers.len();
         assert!(
             count > 0 && count <= self.unwritten_batches,
             "flushed more batches than were pending"
         );
+        assert!(
+            region.is_none_or(|r| r.len() as u64 == chunk.size_bytes),
+            "the region holds exactly the chunk"
+        );
         let start = self.cache.len() - self.unwritten_batches;
+        let mut at = 0;
         for batch in self.cache.range_mut(start..start + count) {
             batch.written = true;
+            if let Some(region) = region {
+                let copy = region.slice(at..at + batch.bytes.len());
+                debug_assert_eq!(copy, batch.bytes, "the region holds the records");
+                at += batch.bytes.len();
+                batch.bytes = copy;
+            }
         }
         self.unwritten_batches -= count;
         self.unwritten_messages -= chunk.messages;

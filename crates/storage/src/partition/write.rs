@@ -193,8 +193,14 @@ impl<S: Storage> PartitionLog<S> {
                 };
                 let active = state.active();
                 assert!(!active.sealed, "the active segment is never sealed");
+                let mut arena = state.shared_cache.as_ref().map(|shared| shared.arena());
                 let direct = active.direct.as_ref().map(|writer| {
-                    let planned = direct::plan_write(chunk.position, &writer.tail, &chunk.buffers);
+                    let planned = direct::plan_write(
+                        chunk.position,
+                        &writer.tail,
+                        &chunk.buffers,
+                        arena.as_deref_mut(),
+                    );
                     (Rc::clone(&writer.file), planned)
                 });
                 (
@@ -204,6 +210,9 @@ impl<S: Storage> PartitionLog<S> {
                     active.log_path.clone(),
                 )
             };
+            // The region the cache keeps instead of the records, and where
+            // they start in it (after the rewritten tail).
+            let mut region = None;
             let written = match direct {
                 Some((file, planned)) => {
                     let BufResult(written, buffer) =
@@ -219,9 +228,13 @@ impl<S: Storage> PartitionLog<S> {
                         continue;
                     }
                     if written.is_ok() {
-                        let tail = AlignedWrite::next_tail(buffer, planned.data_len);
+                        let tail = AlignedWrite::next_tail(&buffer, planned.data_len);
+                        let records_at = (chunk.position - planned.position) as usize;
                         if let Some(writer) = self.state_mut().active_mut().direct.as_mut() {
                             writer.tail = tail;
+                        }
+                        if planned.in_arena {
+                            region = Some(buffer.slice(records_at..planned.data_len));
                         }
                     }
                     written
@@ -253,7 +266,11 @@ impl<S: Storage> PartitionLog<S> {
             let rolls = chunk.rolls;
             {
                 let mut state = self.state_mut();
-                state.apply_flushed_chunk(&chunk, self.inner.options.cache_size_bytes);
+                state.apply_flushed_chunk(
+                    &chunk,
+                    region.as_ref(),
+                    self.inner.options.cache_size_bytes,
+                );
                 let active = state.active_mut();
                 // A synchronous direct write (O_DSYNC) is already durable.
                 if active.direct.is_some() && self.inner.options.direct_sync {

@@ -80,6 +80,8 @@ pub struct SystemPartitionConfig {
     /// for the whole node (split evenly between shards); zero: each keeps
     /// 8 MiB, as a buffered partition does.
     pub cache_size: ByteSize,
+    /// Touch `cache_size` of memory at start instead of at first use.
+    pub cache_prefault: bool,
     /// A segment written through the page cache starts the write-back of
     /// every this many bytes; zero leaves write-back to the kernel.
     pub write_behind: ByteSize,

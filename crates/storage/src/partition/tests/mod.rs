@@ -1,6 +1,7 @@
 //! Tests of the partition log: unit scenarios, a property test against an
 //! in-memory model, and crash tests on the simulated filesystem.
 
+mod arena;
 mod crash;
 mod model;
 mod recovery;
