@@ -33,6 +33,8 @@ pub const MIN_WRITE_BYTES: usize = 64 << 10;
 /// Blocks kept beyond the budget's worth: the partially cut block, regions
 /// still being read, and each partition's floor.
 const SPARE_BLOCKS: usize = 8;
+/// What `prefault` writes into every block.
+const PREFAULT_FILL: u8 = 0xa5;
 
 /// The blocks of one shard (not shared between threads: the shard's
 /// partitions cut regions one at a time).
@@ -64,8 +66,11 @@ impl WriteArena {
         };
         if prefault {
             for _ in 0..budget_blocks {
+                // Not zeroes: the compiler turns an allocation followed
+                // by zeroing into `calloc`, which leaves fresh memory
+                // untouched.
                 let mut block = arena.allocate();
-                block.put_bytes(0, BLOCK_BYTES);
+                block.put_bytes(PREFAULT_FILL, BLOCK_BYTES);
                 block.clear();
                 arena.cut.push_back(block);
             }
