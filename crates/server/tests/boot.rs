@@ -233,3 +233,38 @@ fn given_cluster_enabled_when_peers_are_absent_should_not_serve_alone() {
     let (status, _) = server.stop();
     assert!(status.success(), "stops cleanly while waiting for peers");
 }
+
+#[test]
+fn given_a_slow_start_when_a_client_logs_in_at_once_should_wait_and_be_accepted() {
+    // Two shards each touching 512 MiB of partition cache at start: the
+    // listeners are bound long before the metadata (the root user) is
+    // replayed. A login sent meanwhile must wait, not be refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let workdir = Workdir::new();
+    let options = ServerOptions::default()
+        .env("IGGY_TCP_ADDRESS", &address.to_string())
+        .env("IGGY_SYSTEM_PARTITION_DIRECT_IO", "always")
+        .env("IGGY_SYSTEM_PARTITION_CACHE_SIZE", "1 GiB")
+        .env("IGGY_SYSTEM_PARTITION_CACHE_PREFAULT", "true");
+    let mut child = harness::spawn(&workdir, &options);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut stream = loop {
+        if let Ok(stream) = std::net::TcpStream::connect(address) {
+            break stream;
+        }
+        assert!(std::time::Instant::now() < deadline, "never bound");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let session = harness::raw::login(&mut stream);
+    assert_ne!(session, 0);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -271,7 +271,12 @@ async fn shard_main(start: ShardStart) -> Option<String> {
         return None;
     }
     if let Some((listeners, http)) = listeners {
-        serve_listeners(&shard, listeners, http);
+        let shard = shard.clone();
+        compio::runtime::spawn(async move {
+            await_settled(&shard.ctx).await;
+            serve_listeners(&shard, listeners, http);
+        })
+        .detach();
     }
     if let Some(liveness) = liveness {
         compio::runtime::spawn(beat(liveness, usize::from(spec.id))).detach();
@@ -331,6 +336,22 @@ async fn beat(liveness: Arc<Liveness>, shard: usize) {
     loop {
         compio::time::sleep(liveness.beat_interval()).await;
         liveness.beat(shard);
+    }
+}
+
+/// A lone node accepts clients once its metadata group has replayed its
+/// journal (the state holds the users) and its partition groups have
+/// settled: before that a login would find no users and be refused as bad
+/// credentials. The listeners are bound already, so a client connecting
+/// meanwhile waits in the kernel's backlog. A node of a larger cluster
+/// serves at once, as before: it settles only with its peers.
+async fn await_settled(ctx: &ServerContext) {
+    let cluster = &ctx.cluster;
+    if cluster.replicas != 1 {
+        return;
+    }
+    while !cluster.is_settled() || cluster.booting() > 0 {
+        compio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

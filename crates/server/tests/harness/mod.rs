@@ -148,7 +148,7 @@ fn as_cluster(options: &ServerOptions) -> Option<ServerOptions> {
     Some(options)
 }
 
-fn spawn(workdir: &Workdir, options: &ServerOptions) -> Child {
+pub fn spawn(workdir: &Workdir, options: &ServerOptions) -> Child {
     let switched = as_cluster(options);
     let options = switched.as_ref().unwrap_or(options);
     if let Some(contents) = &options.config_file {
