@@ -141,6 +141,28 @@ pub fn plan_write(
     }
 }
 
+/// The tail after `records` were appended (by a buffered write) to a
+/// segment whose tail was `tail`: the last partial block of `tail`
+/// followed by `records`.
+pub fn tail_after(tail: &[u8], records: &[Bytes]) -> Vec<u8> {
+    let appended: usize = records.iter().map(Bytes::len).sum();
+    let keep = (tail.len() + appended) % ALIGN;
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut need = keep;
+    for part in records.iter().map(|r| &r[..]).rev().chain([tail]) {
+        if need == 0 {
+            break;
+        }
+        let take = need.min(part.len());
+        parts.push(&part[part.len() - take..]);
+        need -= take;
+    }
+    let next: Vec<u8> = parts.into_iter().rev().flatten().copied().collect();
+    // Postcondition: the partial block at the new end.
+    assert_eq!(next.len(), keep, "the tail is the last partial block");
+    next
+}
+
 impl AlignedWrite {
     /// The tail after this write succeeded.
     pub fn next_tail(buffer: &[u8], data_len: usize) -> Vec<u8> {
@@ -220,5 +242,18 @@ mod tests {
         let small = plan_write(0, &[], &records(&[100]), Some(&mut arena));
         assert!(!small.in_arena);
         assert_eq!(arena.allocated_blocks(), 1);
+    }
+
+    #[test]
+    fn given_buffered_appends_when_taking_the_tail_should_keep_the_last_partial_block() {
+        let tail = vec![9u8; 10];
+        // Still inside the first block: the old tail and both records.
+        let next = tail_after(&tail, &records(&[5, 3]));
+        assert_eq!(next, [&[9u8; 10][..], &[1; 5], &[2; 3]].concat());
+        // Past a boundary: only what follows it.
+        let next = tail_after(&tail, &records(&[ALIGN - 20, 30]));
+        assert_eq!(next, vec![2; 20]);
+        // Exactly on a boundary: no tail.
+        assert!(tail_after(&tail, &records(&[ALIGN - 10])).is_empty());
     }
 }

@@ -39,6 +39,9 @@ pub struct Segment<F> {
     /// The `.log` bytes below this had their write-back started
     /// (`PartitionLog::write_behind`).
     pub written_back: u64,
+    /// Bytes written through the page cache above `written_back` (direct
+    /// writes leave none).
+    pub dirty_bytes: u64,
     /// Reads, and writes unless `direct` is set.
     pub log: Rc<F>,
     /// The direct-I/O write handle of the active segment, if enabled.
@@ -62,6 +65,7 @@ impl<F> Segment<F> {
             sealed: false,
             unsynced: false,
             written_back: 0,
+            dirty_bytes: 0,
             log,
             direct: None,
             index_file,

@@ -30,6 +30,9 @@ const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
 /// Buffered writes of at least this many bytes go through the ring
 /// instead of a blocking call on the shard's thread (`flush_locked`).
 const RING_WRITE_BYTES: u64 = 256 << 10;
+/// Chunks below this are written through the page cache even to a
+/// segment written with plain O_DIRECT (`flush_locked`).
+const DIRECT_WRITE_MIN_BYTES: u64 = 256 << 10;
 /// Buffered index bytes that trigger an index write (170 entries).
 const INDEX_WRITE_BATCH_BYTES: usize = 170 * super::index::INDEX_ENTRY_SIZE;
 
@@ -194,7 +197,16 @@ impl<S: Storage> PartitionLog<S> {
                 let active = state.active();
                 assert!(!active.sealed, "the active segment is never sealed");
                 let mut arena = state.shared_cache.as_ref().map(|shared| shared.arena());
-                let direct = active.direct.as_ref().map(|writer| {
+                // A small chunk for a segment written with plain O_DIRECT
+                // goes through the page cache instead: a direct write
+                // waits for the device (and rewrites the tail block), so a
+                // one-message batch took twice as long (1-message and
+                // 100-message sends x0.55-0.66, docs/benchmarks.md,
+                // session 18). With O_DSYNC every write stays direct: it
+                // saves the fsync that would follow.
+                let small =
+                    !self.inner.options.direct_sync && chunk.size_bytes < DIRECT_WRITE_MIN_BYTES;
+                let direct = active.direct.as_ref().filter(|_| !small).map(|writer| {
                     let planned = direct::plan_write(
                         chunk.position,
                         &writer.tail,
@@ -213,6 +225,7 @@ impl<S: Storage> PartitionLog<S> {
             // The region the cache keeps instead of the records, and where
             // they start in it (after the rewritten tail).
             let mut region = None;
+            let wrote_direct = direct.is_some();
             let written = match direct {
                 Some((file, planned)) => {
                     let BufResult(written, buffer) =
@@ -266,6 +279,11 @@ impl<S: Storage> PartitionLog<S> {
             let rolls = chunk.rolls;
             {
                 let mut state = self.state_mut();
+                if !wrote_direct && let Some(writer) = state.active_mut().direct.as_mut() {
+                    // Written through the page cache: the next direct
+                    // write rewrites the block these bytes end in.
+                    writer.tail = direct::tail_after(&writer.tail, &chunk.buffers);
+                }
                 state.apply_flushed_chunk(
                     &chunk,
                     region.as_ref(),
@@ -273,11 +291,11 @@ impl<S: Storage> PartitionLog<S> {
                 );
                 let active = state.active_mut();
                 // A synchronous direct write (O_DSYNC) is already durable.
-                if active.direct.is_some() && self.inner.options.direct_sync {
+                if wrote_direct && self.inner.options.direct_sync {
                     active.unsynced = false;
                 }
             }
-            self.write_behind();
+            self.write_behind(wrote_direct, chunk.size_bytes);
             self.write_index_locked(rolls).await?;
             if rolls {
                 self.roll_locked(chunk.last_offset.next()).await?;
@@ -285,25 +303,36 @@ impl<S: Storage> PartitionLog<S> {
         }
     }
 
-    /// A segment written through the page cache starts the write-back of
-    /// every `write_behind_bytes` it gathers, instead of leaving them dirty
+    /// A segment written through the page cache (or the small writes of
+    /// one written with plain O_DIRECT) starts the write-back of every
+    /// `write_behind_bytes` it gathers, instead of leaving them dirty
     /// until the kernel's own thresholds: under sustained load those let
     /// gigabytes pile up and then pause every writer of the machine
     /// (dirty-page throttling) while the disk catches up, which the
     /// partition's next write (on the shard's thread) then waits out. The
     /// pages stay cached for readers; durability is unchanged (an fsync
     /// still makes a segment durable).
-    fn write_behind(&self) {
+    fn write_behind(&self, wrote_direct: bool, written: u64) {
         let every = self.inner.options.write_behind_bytes;
         let (log, from, end) = {
             let mut state = self.state_mut();
             let segment = state.active_mut();
-            let (from, end) = (segment.written_back, segment.size_bytes);
-            // A segment written with direct I/O leaves no dirty pages.
-            if segment.direct.is_some() || every == 0 || end - from < every {
+            let end = segment.size_bytes;
+            if wrote_direct {
+                // Nothing dirty from this write; with nothing dirty before
+                // it either, there is nothing to start below the end.
+                if segment.dirty_bytes == 0 {
+                    segment.written_back = end;
+                }
                 return;
             }
+            segment.dirty_bytes += written;
+            if every == 0 || segment.dirty_bytes < every {
+                return;
+            }
+            let from = segment.written_back;
             segment.written_back = end;
+            segment.dirty_bytes = 0;
             (Rc::clone(&segment.log), from, end)
         };
         // Advisory: a failure here loses nothing, and a real I/O error

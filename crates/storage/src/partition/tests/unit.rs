@@ -646,8 +646,10 @@ async fn given_flush_observer_when_threshold_triggers_background_flush_should_be
 }
 
 /// A segment written through the page cache starts the write-back of each
-/// `write_behind_bytes` it gathers, in order and without gaps; one written
-/// with direct I/O, or with the option 0, has nothing to start.
+/// `write_behind_bytes` it gathers, in order and without gaps, and so does
+/// one written with plain O_DIRECT from its small (buffered) writes; one
+/// written with large direct writes, or with the option 0, has nothing to
+/// start.
 #[compio::test]
 async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_behind() {
     let options = LogOptions {
@@ -659,7 +661,14 @@ async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_
         write_behind_bytes: 4 << 20,
         ..small_options()
     };
-    for (direct, every) in [(false, 4 << 20), (true, 4 << 20), (false, 0)] {
+    // (direct, write_behind_bytes, messages of 1 KB per batch, batches)
+    let cases = [
+        (false, 4 << 20, 1000, 10),
+        (true, 4 << 20, 1000, 10),
+        (false, 0, 1000, 10),
+        (true, 4 << 20, 100, 100),
+    ];
+    for (direct, every, messages, batches) in cases {
         let storage = SimStorage::new();
         let options = LogOptions {
             direct_io: direct,
@@ -667,13 +676,13 @@ async fn given_buffered_segment_when_flushing_megabytes_should_start_write_back_
             ..options.clone()
         };
         let (log, _) = open(&storage, options).await;
-        for tag in 0..10 {
-            log.append(record(tag, 1000, 1000), 100 + tag).unwrap();
+        for tag in 0..batches {
+            log.append(record(tag, messages, 1000), 100 + tag).unwrap();
             log.flush().await.unwrap();
         }
         let size = file(&storage, &log_path(0)).len() as u64;
         let started = storage.writebacks(&log_path(0));
-        if direct || every == 0 {
+        if (direct && messages == 1000) || every == 0 {
             assert!(started.is_empty(), "{started:?}");
             continue;
         }
