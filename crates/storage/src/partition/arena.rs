@@ -1,9 +1,12 @@
-//! Recycled, aligned memory for the direct writes of one shard's partitions.
+//! Recycled memory for the writes of one shard's partitions that share a
+//! cache budget (`shared_cache`).
 //!
 //! A direct write copies its records into an aligned buffer (see `direct`).
 //! Planned in the arena, that buffer is a region cut from a large block,
 //! and the cache then keeps slices of the region instead of the producers'
-//! receive buffers (`LogState::apply_flushed_chunk`). So the receive buffers
+//! receive buffers (`LogState::apply_flushed_chunk`). A buffered write of
+//! such a partition copies its records into a region too (a copy from
+//! warm memory to warm memory), for the same reason. So the receive buffers
 //! go back to the allocator at once, warm for the next request, and the
 //! cache's memory is a fixed set of blocks reused in turn: a block is cut
 //! again from its start once every region cut from it is dropped (evicted
@@ -14,10 +17,10 @@
 //! docs/benchmarks.md, session 17). `prefault` touches every block at
 //! start instead of at first use.
 //!
-//! Regions are whole blocks of `DIRECT_IO_ALIGN` at aligned addresses;
-//! writes under [`MIN_WRITE_BYTES`] are planned on their own (padding a
-//! small record to a block would cost more memory than it holds), and a
-//! write larger than a block has no region.
+//! Regions of direct writes are whole blocks of `DIRECT_IO_ALIGN` at
+//! aligned addresses; direct writes under [`MIN_WRITE_BYTES`] are planned
+//! on their own (padding a small record to a block would cost more memory
+//! than it holds). A write larger than a block has no region.
 
 use std::collections::VecDeque;
 
@@ -84,24 +87,44 @@ impl WriteArena {
 
     /// A region of `len` bytes (a whole number of blocks of
     /// `DIRECT_IO_ALIGN`) at an aligned address, filled by `fill`, which
-    /// must append exactly `len` bytes. `None` when `len` is outside
-    /// `MIN_WRITE_BYTES..` one block.
-    pub fn cut(&mut self, len: usize, fill: impl FnOnce(&mut BytesMut)) -> Option<Bytes> {
+    /// must append exactly `len` bytes: a direct write. `None` when `len`
+    /// is outside `MIN_WRITE_BYTES..` one block.
+    pub fn cut_aligned(&mut self, len: usize, fill: impl FnOnce(&mut BytesMut)) -> Option<Bytes> {
         assert!(len.is_multiple_of(ALIGN), "regions are whole blocks");
         if !(MIN_WRITE_BYTES..=BLOCK_BYTES - ALIGN).contains(&len) {
             return None;
         }
-        if self.room_for(len).is_none() {
-            self.next_block();
-        }
-        let skip = self.room_for(len).expect("a fresh block holds any region");
-        Some(cut_from(&mut self.current, skip, len, fill))
+        Some(self.cut(len, ALIGN, fill))
     }
 
-    /// The bytes to skip in `current` before an aligned region of `len`,
-    /// if it has room for both.
-    fn room_for(&self, len: usize) -> Option<usize> {
-        let skip = self.current.as_ptr().align_offset(ALIGN);
+    /// `records` copied one after another into a region: a buffered
+    /// write. `None` when they are larger than a block.
+    pub fn copy(&mut self, records: &[Bytes]) -> Option<Bytes> {
+        let len: usize = records.iter().map(Bytes::len).sum();
+        if len == 0 || len > BLOCK_BYTES {
+            return None;
+        }
+        Some(self.cut(len, 1, |bytes: &mut BytesMut| {
+            records.iter().for_each(|r| bytes.extend_from_slice(r));
+        }))
+    }
+
+    /// Cuts a region of `len` bytes at an address that is a multiple of
+    /// `align`, moving to another block when this one has no room.
+    fn cut(&mut self, len: usize, align: usize, fill: impl FnOnce(&mut BytesMut)) -> Bytes {
+        if self.room_for(len, align).is_none() {
+            self.next_block();
+        }
+        let skip = self
+            .room_for(len, align)
+            .expect("a fresh block holds any region");
+        cut_from(&mut self.current, skip, len, align, fill)
+    }
+
+    /// The bytes to skip in `current` before a region of `len` at a
+    /// multiple of `align`, if it has room for both.
+    fn room_for(&self, len: usize, align: usize) -> Option<usize> {
+        let skip = self.current.as_ptr().align_offset(align);
         (self.current.capacity() >= skip + len).then_some(skip)
     }
 
@@ -136,12 +159,13 @@ impl WriteArena {
 }
 
 /// Cuts the region of `len` bytes that starts `skip` bytes into `buffer`
-/// (an aligned address), filled by `fill`. `buffer` must have room for
-/// both and keeps the rest.
+/// (an address that is a multiple of `align`), filled by `fill`. `buffer`
+/// must have room for both and keeps the rest.
 pub(super) fn cut_from(
     buffer: &mut BytesMut,
     skip: usize,
     len: usize,
+    align: usize,
     fill: impl FnOnce(&mut BytesMut),
 ) -> Bytes {
     assert!(
@@ -153,17 +177,17 @@ pub(super) fn cut_from(
         buffer.advance(skip);
     }
     let start = buffer.as_ptr();
-    assert_eq!(start as usize % ALIGN, 0, "the region starts aligned");
+    assert_eq!(start as usize % align, 0, "the region starts aligned");
     fill(buffer);
     assert_eq!(buffer.len(), len, "filled exactly the region");
     assert_eq!(
         buffer.as_ptr(),
         start,
-        "filling never reallocates, so the region stays aligned"
+        "filling never reallocates, so the region stays where it was cut"
     );
     let region = buffer.split_to(len).freeze();
     // Postcondition: an aligned region of the requested length.
-    assert_eq!(region.as_ptr() as usize % ALIGN, 0, "aligned region");
+    assert_eq!(region.as_ptr() as usize % align, 0, "aligned region");
     assert_eq!(region.len(), len);
     region
 }
@@ -179,8 +203,8 @@ mod tests {
     #[test]
     fn given_regions_when_cut_should_be_aligned_and_hold_what_was_filled() {
         let mut arena = WriteArena::new(BLOCK_BYTES as u64, false);
-        let first = arena.cut(MIN_WRITE_BYTES, fill_with(1, MIN_WRITE_BYTES));
-        let second = arena.cut(2 * MIN_WRITE_BYTES, fill_with(2, 2 * MIN_WRITE_BYTES));
+        let first = arena.cut_aligned(MIN_WRITE_BYTES, fill_with(1, MIN_WRITE_BYTES));
+        let second = arena.cut_aligned(2 * MIN_WRITE_BYTES, fill_with(2, 2 * MIN_WRITE_BYTES));
         let (first, second) = (first.unwrap(), second.unwrap());
         assert!(first.iter().all(|&b| b == 1));
         assert!(second.iter().all(|&b| b == 2));
@@ -191,8 +215,12 @@ mod tests {
     #[test]
     fn given_a_small_or_huge_write_when_cut_should_have_no_region() {
         let mut arena = WriteArena::new(BLOCK_BYTES as u64, false);
-        assert!(arena.cut(ALIGN, fill_with(0, ALIGN)).is_none());
-        assert!(arena.cut(BLOCK_BYTES, fill_with(0, BLOCK_BYTES)).is_none());
+        assert!(arena.cut_aligned(ALIGN, fill_with(0, ALIGN)).is_none());
+        assert!(
+            arena
+                .cut_aligned(BLOCK_BYTES, fill_with(0, BLOCK_BYTES))
+                .is_none()
+        );
         assert_eq!(arena.allocated_blocks(), 0);
     }
 
@@ -202,9 +230,9 @@ mod tests {
         let len = BLOCK_BYTES / 2;
         // Two regions per block (the second may not fit after the
         // alignment skip, so count blocks instead of assuming).
-        let held = arena.cut(len, fill_with(7, len)).unwrap();
+        let held = arena.cut_aligned(len, fill_with(7, len)).unwrap();
         for round in 0..20u8 {
-            let region = arena.cut(len, fill_with(round, len)).unwrap();
+            let region = arena.cut_aligned(len, fill_with(round, len)).unwrap();
             assert!(region.iter().all(|&b| b == round));
         }
         assert!(
@@ -224,7 +252,7 @@ mod tests {
         assert_eq!(arena.allocated_blocks(), 2);
         let len = BLOCK_BYTES / 4;
         let held: Vec<Bytes> = (0..6)
-            .map(|_| arena.cut(len, fill_with(1, len)).unwrap())
+            .map(|_| arena.cut_aligned(len, fill_with(1, len)).unwrap())
             .collect();
         assert_eq!(
             arena.allocated_blocks(),
@@ -240,9 +268,21 @@ mod tests {
         let mut arena = WriteArena::new(BLOCK_BYTES as u64, false);
         let len = BLOCK_BYTES - ALIGN;
         let held: Vec<Bytes> = (0..(SPARE_BLOCKS + 4))
-            .map(|_| arena.cut(len, fill_with(3, len)).unwrap())
+            .map(|_| arena.cut_aligned(len, fill_with(3, len)).unwrap())
             .collect();
         assert!(arena.cut.len() <= arena.max_blocks);
         assert!(held.iter().all(|r| r.iter().all(|&b| b == 3)));
+    }
+
+    #[test]
+    fn given_records_when_copied_should_be_one_region_back_to_back() {
+        let mut arena = WriteArena::new(BLOCK_BYTES as u64, false);
+        let records = [Bytes::from(vec![1u8; 3]), Bytes::from(vec![2u8; 5])];
+        let first = arena.copy(&records).unwrap();
+        let second = arena.copy(&records).unwrap();
+        assert_eq!(&first[..], &[1, 1, 1, 2, 2, 2, 2, 2]);
+        assert_eq!(second.as_ptr() as usize, first.as_ptr() as usize + 8, "no padding");
+        assert!(arena.copy(&[]).is_none());
+        assert!(arena.copy(&[Bytes::from(vec![0u8; BLOCK_BYTES + 1])]).is_none());
     }
 }

@@ -124,13 +124,13 @@ pub fn plan_write(
         records.iter().for_each(|r| bytes.extend_from_slice(r));
         bytes.put_bytes(0, padded - data_len);
     };
-    let in_arena = arena.and_then(|arena| arena.cut(padded, fill));
+    let in_arena = arena.and_then(|arena| arena.cut_aligned(padded, fill));
     let (buffer, in_arena) = match in_arena {
         Some(region) => (region, true),
         None => {
             let mut own = BytesMut::with_capacity(padded + ALIGN);
             let skip = own.as_ptr().align_offset(ALIGN);
-            (arena::cut_from(&mut own, skip, padded, fill), false)
+            (arena::cut_from(&mut own, skip, padded, ALIGN, fill), false)
         }
     };
     AlignedWrite {

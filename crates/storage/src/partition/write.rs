@@ -185,7 +185,7 @@ impl<S: Storage> PartitionLog<S> {
     pub(super) async fn flush_locked(&self) -> Result<()> {
         loop {
             self.check_writable()?;
-            let (chunk, log, direct, log_path) = {
+            let (chunk, log, direct, copied, log_path) = {
                 let state = self.state();
                 let Some(chunk) = state.plan_flush_chunk(self.inner.options.segment_size_bytes)
                 else {
@@ -215,10 +215,17 @@ impl<S: Storage> PartitionLog<S> {
                     );
                     (Rc::clone(&writer.file), planned)
                 });
+                // A buffered write of a partition with an arena writes (and
+                // caches) a copy of the records there.
+                let copied = match (&direct, arena.as_deref_mut()) {
+                    (None, Some(arena)) => arena.copy(&chunk.buffers),
+                    _ => None,
+                };
                 (
                     chunk,
                     Rc::clone(&active.log),
                     direct,
+                    copied,
                     active.log_path.clone(),
                 )
             };
@@ -252,24 +259,31 @@ impl<S: Storage> PartitionLog<S> {
                     }
                     written
                 }
-                // A large write goes through the ring: the kernel copies it
-                // at once when it can, and otherwise (dirty-page
-                // throttling, page reclaim) hands it to a kernel worker
-                // instead of stopping this shard's thread, and every other
-                // connection on it, for the 8-22 ms such a write took
-                // under sustained load (`perf trace`). The writer itself
-                // still waits: alternated with the blocking call, the
-                // throughput was within noise (docs/benchmarks.md,
-                // session 17).
-                None if chunk.size_bytes >= RING_WRITE_BYTES => {
-                    log.write_vectored_all_at(chunk.buffers.clone(), chunk.position)
-                        .await
-                        .0
+                None => {
+                    let buffers = match &copied {
+                        Some(copy) => vec![copy.clone()],
+                        None => chunk.buffers.clone(),
+                    };
+                    region = copied;
+                    if chunk.size_bytes >= RING_WRITE_BYTES {
+                        // A large write goes through the ring: the kernel
+                        // copies it at once when it can, and otherwise
+                        // (dirty-page throttling, page reclaim) hands it to
+                        // a kernel worker instead of stopping this shard's
+                        // thread, and every other connection on it, for the
+                        // 8-22 ms such a write took under sustained load
+                        // (`perf trace`). The writer itself still waits:
+                        // alternated with the blocking call, the throughput
+                        // was within noise (docs/benchmarks.md, session 17).
+                        log.write_vectored_all_at(buffers, chunk.position).await.0
+                    } else {
+                        // Into the page cache: a blocking copy on this
+                        // thread is cheaper than a round trip through the
+                        // ring for small writes (measured: 1-message sends
+                        // +20%; docs/benchmarks.md).
+                        log.write_vectored_all_at_blocking(&buffers, chunk.position)
+                    }
                 }
-                // Into the page cache: a blocking copy on this thread is
-                // cheaper than a round trip through the ring for small
-                // writes (measured: 1-message sends +20%; docs/benchmarks.md).
-                None => log.write_vectored_all_at_blocking(&chunk.buffers, chunk.position),
             };
             // A full disk stalls the log instead of poisoning it: the chunk
             // stays unflushed and is written again, at the same position,
