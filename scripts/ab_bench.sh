@@ -68,8 +68,10 @@ stop() {
 }
 trap stop EXIT
 
-# Waits until the server listens on $address (60 s at most) and stops the
-# script if it exits first.
+# Waits until the server is ready (60 s at most) and stops the script if
+# it exits first: ours once it has written its runtime dump (its port is
+# bound, and accepts connections, before it serves them), the reference
+# once its TCP port accepts connections.
 wait_ready() {
     local pid host=${address%:*} port=${address##*:}
     pid=$(cat "$workdir/pid")
@@ -80,8 +82,10 @@ wait_ready() {
             rm -f "$workdir/pid"
             exit 1
         fi
-        if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
-            return 0
+        if [ "$1" = 1 ] || [ -f "$workdir/local_data/runtime/current_config.toml" ]; then
+            if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+                return 0
+            fi
         fi
         sleep 0.1
     done
@@ -120,7 +124,7 @@ start() {
             echo $! > pid
         )
     fi
-    wait_ready
+    wait_ready "$2"
     sleep 1
 }
 
