@@ -281,8 +281,16 @@ mod tests {
         let first = arena.copy(&records).unwrap();
         let second = arena.copy(&records).unwrap();
         assert_eq!(&first[..], &[1, 1, 1, 2, 2, 2, 2, 2]);
-        assert_eq!(second.as_ptr() as usize, first.as_ptr() as usize + 8, "no padding");
+        assert_eq!(
+            second.as_ptr() as usize,
+            first.as_ptr() as usize + 8,
+            "no padding"
+        );
         assert!(arena.copy(&[]).is_none());
-        assert!(arena.copy(&[Bytes::from(vec![0u8; BLOCK_BYTES + 1])]).is_none());
+        assert!(
+            arena
+                .copy(&[Bytes::from(vec![0u8; BLOCK_BYTES + 1])])
+                .is_none()
+        );
     }
 }
