@@ -42,6 +42,9 @@ pub struct Segment<F> {
     /// Bytes written through the page cache above `written_back` (direct
     /// writes leave none).
     pub dirty_bytes: u64,
+    /// The page cache of the `.log` bytes below this was dropped
+    /// (`PartitionLog::write_behind`, partitions with a shared cache).
+    pub uncached_below: u64,
     /// Reads, and writes unless `direct` is set.
     pub log: Rc<F>,
     /// The direct-I/O write handle of the active segment, if enabled.
@@ -66,6 +69,7 @@ impl<F> Segment<F> {
             unsynced: false,
             written_back: 0,
             dirty_bytes: 0,
+            uncached_below: 0,
             log,
             direct: None,
             index_file,

@@ -85,6 +85,11 @@ pub trait StorageFile: 'static {
     /// `SYNC_FILE_RANGE_WRITE`): durability still comes from `sync_data`.
     /// Advisory; a blocking call, but one that only queues the pages.
     fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()>;
+    /// Asks the kernel to drop the cached pages of `len` bytes at `pos`
+    /// (`posix_fadvise` with `POSIX_FADV_DONTNEED`); dirty pages and pages
+    /// under write-back stay. Advisory: for a range whose write-back was
+    /// started earlier and whose bytes the caller keeps elsewhere.
+    fn drop_cached(&self, pos: u64, len: u64) -> io::Result<()>;
     /// Makes the file's contents durable (fdatasync).
     async fn sync_data(&self) -> io::Result<()>;
     async fn set_len(&self, len: u64) -> io::Result<()>;

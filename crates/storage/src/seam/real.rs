@@ -173,6 +173,14 @@ impl StorageFile for RealFile {
         }
     }
 
+    fn drop_cached(&self, pos: u64, len: u64) -> io::Result<()> {
+        let Some(len) = std::num::NonZeroU64::new(len) else {
+            return Ok(());
+        };
+        rustix::fs::fadvise(&self.file, pos, Some(len), rustix::fs::Advice::DontNeed)
+            .map_err(io::Error::from)
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
         self.file.sync_data().await
     }

@@ -77,6 +77,8 @@ struct SimFs {
     syncs_done: u64,
     /// `start_writeback` calls, by inode: (position, length).
     writebacks: BTreeMap<InodeId, Vec<(u64, u64)>>,
+    /// `drop_cached` calls, by inode: (position, length).
+    dropped: BTreeMap<InodeId, Vec<(u64, u64)>>,
     writes_done: u64,
     bytes_read: u64,
     crashed: bool,
@@ -331,9 +333,23 @@ impl SimStorage {
     /// length).
     pub fn writebacks(&self, path: &Path) -> Vec<(u64, u64)> {
         let fs = self.fs.borrow();
+        Self::ranges_of(&fs, &fs.writebacks, path)
+    }
+
+    /// The `drop_cached` calls on the file now at `path`, in order.
+    pub fn dropped(&self, path: &Path) -> Vec<(u64, u64)> {
+        let fs = self.fs.borrow();
+        Self::ranges_of(&fs, &fs.dropped, path)
+    }
+
+    fn ranges_of(
+        fs: &SimFs,
+        calls: &BTreeMap<InodeId, Vec<(u64, u64)>>,
+        path: &Path,
+    ) -> Vec<(u64, u64)> {
         fs.volatile_names
             .get(path)
-            .and_then(|inode| fs.writebacks.get(inode))
+            .and_then(|inode| calls.get(inode))
             .cloned()
             .unwrap_or_default()
     }
@@ -619,6 +635,14 @@ impl StorageFile for SimFile {
             .entry(self.inode)
             .or_default()
             .push((pos, len));
+        Ok(())
+    }
+
+    /// The simulated disk has no page cache: the call is only recorded
+    /// (`SimStorage::dropped`).
+    fn drop_cached(&self, pos: u64, len: u64) -> io::Result<()> {
+        let mut fs = self.fs.borrow_mut();
+        fs.dropped.entry(self.inode).or_default().push((pos, len));
         Ok(())
     }
 

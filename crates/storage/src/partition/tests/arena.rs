@@ -152,3 +152,39 @@ async fn given_plain_direct_io_when_small_and_large_writes_mix_should_read_back_
         "after a sync and a power loss",
     );
 }
+
+#[compio::test]
+async fn given_a_shared_cache_when_small_writes_are_written_back_should_drop_the_pages_before() {
+    let storage = SimStorage::new();
+    let shared = SharedCache::with_floor(64 << 20, 64 << 20);
+    let options = LogOptions {
+        direct_sync: false,
+        write_behind_bytes: 1 << 20,
+        ..arena_options(&shared)
+    };
+    let (log, _) = open(&storage, options).await;
+    let mut receipts = Vec::new();
+    for tag in 0..40 {
+        // 100 KB batches: under the direct minimum, so through the page cache.
+        let receipt = log.append(record(tag, 100, 1000), tag).unwrap();
+        log.wait_written(receipt.last_offset).await.unwrap();
+        receipts.push(receipt);
+    }
+    let started = storage.writebacks(&log_path(0));
+    let dropped = storage.dropped(&log_path(0));
+    assert!(started.len() >= 3, "{started:?}");
+    // Each drop covers the range started the time before, in order.
+    assert_eq!(
+        dropped.len(),
+        started.len() - 1,
+        "{dropped:?} after {started:?}"
+    );
+    for (drop, start) in dropped.iter().zip(&started) {
+        assert_eq!(drop, start, "drops follow the write-backs one behind");
+    }
+    let polled = log
+        .read(receipts[0].base_offset, 100, u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(messages_of(&polled).len(), 100, "the data stays readable");
+}
