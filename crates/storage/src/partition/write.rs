@@ -355,7 +355,7 @@ impl<S: Storage> PartitionLog<S> {
             // has not touched lately (copies into such pages were 35% of
             // the CPU on 100-message batches, docs/benchmarks.md, session
             // 18).
-            let drop = keeps_own.then(|| (segment.uncached_below, from));
+            let drop = keeps_own.then_some((segment.uncached_below, from));
             if keeps_own {
                 segment.uncached_below = from;
             }
