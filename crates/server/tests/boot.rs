@@ -90,6 +90,24 @@ fn given_invalid_value_when_booting_should_exit_non_zero_naming_the_key() {
 }
 
 #[test]
+fn given_a_prefaulted_cache_larger_than_memory_when_booting_should_refuse_naming_the_key() {
+    let workdir = Workdir::new();
+    let options = ServerOptions::default()
+        .env("IGGY_SYSTEM_PARTITION_CACHE_SIZE", "100 TiB")
+        .env("IGGY_SYSTEM_PARTITION_CACHE_PREFAULT", "true");
+    let (status, output) = run_to_exit(&workdir, &options);
+    assert!(!status.success());
+    assert!(
+        output.contains("system.partition.cache_size") && output.contains("cache_prefault"),
+        "{output}"
+    );
+    assert!(
+        !workdir.data().exists(),
+        "refused before the data directory"
+    );
+}
+
+#[test]
 fn given_data_when_restarting_plainly_should_keep_it_and_fresh_should_wipe_it() {
     let workdir = Workdir::new();
     let server = TestServer::start(&workdir, &ServerOptions::default());

@@ -3,7 +3,8 @@
 //!
 //!  1. Environment: the process environment plus `.env`; the
 //!     `--with-default-root-credentials` flag fills in missing root variables.
-//!  2. Configuration: defaults, file, environment; validated once.
+//!  2. Configuration: defaults, file, environment; validated once, and a
+//!     partition cache touched at start checked against the memory.
 //!  3. Root credentials are resolved (before any thread starts).
 //!  4. `--fresh` wipes the data directory (and nothing else ever does).
 //!  5. The data directory is initialised or its format marker checked;
@@ -28,6 +29,7 @@ pub mod data_dir;
 pub mod encryption;
 pub mod log_file;
 pub mod logging;
+mod memory;
 pub mod root_credentials;
 pub mod runtime_dump;
 
@@ -64,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
     );
     let config = &loaded.config;
+    memory::check_cache_prefault(&config.system.partition)?;
     // Every node of a larger cluster must create the same root user; a
     // roster of one may generate its password, as a single node does.
     let root = root_credentials::resolve(

@@ -127,8 +127,10 @@ impl Node {
             liveness: heartbeat::LivenessTable::default(),
             committer,
             partition_cache: {
+                // Only partitions written with direct I/O use it.
                 let share = ctx.limits.partition_cache_bytes / ctx.shard_count.max(1) as u64;
-                (share > 0).then(|| {
+                let used = ctx.limits.direct_io != server::config::DirectIo::Never;
+                (share > 0 && used).then(|| {
                     storage::partition::SharedCache::new(share, ctx.limits.partition_cache_prefault)
                 })
             },
