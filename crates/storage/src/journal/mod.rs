@@ -40,7 +40,8 @@ use crate::error::{Result, StorageError, io_error};
 use crate::lock::AsyncLock;
 use crate::partition::direct::{AlignedWrite, plan_write};
 use crate::seam::{
-    DIRECT_IO_ALIGN, Storage, StorageFile, read_whole, replace_unsynced, write_atomically,
+    DIRECT_IO_ALIGN, RING_WRITE_BYTES, Storage, StorageFile, read_whole, replace_unsynced,
+    write_atomically,
 };
 
 pub const JOURNAL_FILE_NAME: &str = "journal.wal";
@@ -302,7 +303,15 @@ impl<S: Storage> Journal<S> {
                 .await;
         }
         let len = bytes.len() as u64;
-        let BufResult(written, bytes) = file.write_all_at(bytes, end).await;
+        let (written, bytes) = if len < RING_WRITE_BYTES {
+            (
+                file.write_vectored_all_at_blocking(&[&bytes[..]], end),
+                bytes,
+            )
+        } else {
+            let BufResult(written, bytes) = file.write_all_at(bytes, end).await;
+            (written, bytes)
+        };
         if let Err(error) = written {
             if !crate::error::is_disk_full(&error) {
                 return Err(self.poison("write", error));

@@ -22,14 +22,11 @@ use super::state::Segment;
 use super::{PartitionLog, frontier};
 use crate::error::{Result, StorageError};
 use crate::offset::Offset;
-use crate::seam::{Storage, StorageFile};
+use crate::seam::{RING_WRITE_BYTES, Storage, StorageFile};
 
 /// Renew the offset reservation when fewer than `reservation / DIVISOR`
 /// reserved offsets remain.
 const FRONTIER_RENEWAL_DIVISOR: u64 = 2;
-/// Buffered writes of at least this many bytes go through the ring
-/// instead of a blocking call on the shard's thread (`flush_locked`).
-const RING_WRITE_BYTES: u64 = 256 << 10;
 /// Chunks below this are written through the page cache even to a
 /// segment written with plain O_DIRECT (`flush_locked`).
 const DIRECT_WRITE_MIN_BYTES: u64 = 256 << 10;

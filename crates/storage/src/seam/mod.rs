@@ -96,6 +96,12 @@ pub trait StorageFile: 'static {
     async fn size_bytes(&self) -> io::Result<u64>;
 }
 
+/// Buffered writes of at least this many bytes go through the ring;
+/// smaller ones are a blocking call on the shard's thread, whose whole
+/// cost is the copy into the page cache (segments: `flush_locked`;
+/// journals: `write_pending_locked`).
+pub const RING_WRITE_BYTES: u64 = 256 << 10;
+
 /// The most buffers one vectored write may carry (Linux `IOV_MAX`).
 pub const MAX_IOVECS: usize = 1024;
 
