@@ -125,6 +125,14 @@ impl ClusterShared {
         self.booting.load(Ordering::Acquire)
     }
 
+    /// A roster of one still starting: its metadata group not yet settled,
+    /// or partition groups still committing again what they journaled.
+    /// What boot waits out before it reports ready, and shard 0 before it
+    /// accepts clients. Never for a larger roster (it settles with peers).
+    pub fn lone_node_starting(&self) -> bool {
+        self.replicas == 1 && (!self.is_settled() || self.booting() > 0)
+    }
+
     pub fn set_settled(&self, settled: bool) {
         self.settled.store(settled, Ordering::Release);
     }

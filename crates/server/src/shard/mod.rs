@@ -138,14 +138,8 @@ impl ShardSet {
     /// for on a single node or in a larger cluster, whose group needs its
     /// peers.
     pub fn await_lone_cluster(&self, timeout: Duration) -> anyhow::Result<()> {
-        let cluster = &self.context.cluster;
-        if cluster.replicas != 1 {
-            return Ok(());
-        }
         let deadline = Instant::now() + timeout;
-        // Ready once the metadata group has its users and every partition
-        // group has committed again what it journaled before a restart.
-        while !cluster.is_settled() || cluster.booting() > 0 {
+        while self.context.cluster.lone_node_starting() {
             if self.threads.iter().any(|(_, handle)| handle.is_finished()) {
                 anyhow::bail!("a shard stopped while the metadata group was starting");
             }
@@ -339,18 +333,12 @@ async fn beat(liveness: Arc<Liveness>, shard: usize) {
     }
 }
 
-/// A lone node accepts clients once its metadata group has replayed its
-/// journal (the state holds the users) and its partition groups have
-/// settled: before that a login would find no users and be refused as bad
-/// credentials. The listeners are bound already, so a client connecting
-/// meanwhile waits in the kernel's backlog. A node of a larger cluster
-/// serves at once, as before: it settles only with its peers.
+/// A lone node accepts clients once it has started
+/// (`lone_node_starting`): before that a login would find no users and be
+/// refused as bad credentials. The listeners are bound already, so a client
+/// connecting meanwhile waits in the kernel's backlog.
 async fn await_settled(ctx: &ServerContext) {
-    let cluster = &ctx.cluster;
-    if cluster.replicas != 1 {
-        return;
-    }
-    while !cluster.is_settled() || cluster.booting() > 0 {
+    while ctx.cluster.lone_node_starting() {
         compio::time::sleep(Duration::from_millis(2)).await;
     }
 }

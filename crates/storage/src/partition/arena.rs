@@ -26,9 +26,7 @@ use std::collections::VecDeque;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use super::direct::DIRECT_IO_ALIGN;
-
-const ALIGN: usize = DIRECT_IO_ALIGN as usize;
+use super::direct::ALIGN;
 /// Bytes per block.
 pub const BLOCK_BYTES: usize = 8 << 20;
 /// Smaller writes are planned in a buffer of their own.

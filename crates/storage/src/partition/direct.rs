@@ -40,7 +40,7 @@ use crate::seam::{Storage, StorageFile};
 /// Alignment of a direct write: the largest logical block size of common
 /// devices, so one value works everywhere.
 pub use crate::seam::DIRECT_IO_ALIGN;
-const ALIGN: usize = DIRECT_IO_ALIGN as usize;
+pub(super) const ALIGN: usize = DIRECT_IO_ALIGN as usize;
 
 /// The write handle of an active segment opened for direct I/O.
 #[derive(Debug)]
