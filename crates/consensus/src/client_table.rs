@@ -54,6 +54,10 @@ pub enum Admission {
     Drop,
 }
 
+/// A client's entry on its way from one table to another (`take`, `put`).
+#[derive(Debug)]
+pub struct MovedEntry(Entry);
+
 /// The table. Capacity-bounded: when full, registering a new client evicts
 /// the entry whose last commit is oldest (it re-registers on its next login).
 #[derive(Debug)]
@@ -129,6 +133,34 @@ impl ClientTable {
 
     pub fn unregister(&mut self, client: ClientId) -> bool {
         self.entries.remove(&client).is_some()
+    }
+
+    /// Takes a client's entry out, to be put in another table (its
+    /// connection moves to another shard, which admits its requests from
+    /// then on).
+    pub fn take(&mut self, client: ClientId) -> Option<MovedEntry> {
+        self.entries.remove(&client).map(MovedEntry)
+    }
+
+    /// Puts an entry taken from another table; a newer session already
+    /// here wins. Returns the client evicted to make room, if any.
+    pub fn put(&mut self, client: ClientId, moved: MovedEntry) -> Option<ClientId> {
+        assert!(client.0 != 0, "client ids are non-zero");
+        let MovedEntry(entry) = moved;
+        if let Some(here) = self.entries.get(&client)
+            && here.session >= entry.session
+        {
+            return None;
+        }
+        let evicted = if !self.entries.contains_key(&client) && self.entries.len() >= self.capacity
+        {
+            self.evict_oldest()
+        } else {
+            None
+        };
+        self.entries.insert(client, entry);
+        assert!(self.entries.len() <= self.capacity, "the table is bounded");
+        evicted
     }
 
     /// The session and user of a registered client.
@@ -248,6 +280,27 @@ mod tests {
         assert_eq!(t.admit(C, S, r(request), checksum), Admission::Execute);
         t.begin(C, r(request));
         t.complete(C, r(request), checksum, Op(11), Some(reply.to_vec()));
+    }
+
+    #[test]
+    fn given_an_entry_moved_to_another_table_when_retried_there_should_replay() {
+        let mut from = table();
+        run(&mut from, 1, 0x11, b"one");
+        let moved = from.take(C).expect("registered");
+        assert!(from.is_empty());
+        assert_eq!(from.admit(C, S, r(2), 0x22), Admission::NoSession);
+        let mut to = ClientTable::new(4);
+        assert_eq!(to.put(C, moved), None);
+        assert_eq!(
+            to.admit(C, S, r(1), 0x11),
+            Admission::Replay(b"one".to_vec())
+        );
+        assert_eq!(to.admit(C, S, r(2), 0x22), Admission::Execute);
+        // A newer session already there is kept.
+        let mut newer = ClientTable::new(4);
+        newer.register(C, 7, Session(20));
+        newer.put(C, to.take(C).unwrap());
+        assert_eq!(newer.session_of(C), Some((Session(20), 7)));
     }
 
     #[test]

@@ -181,6 +181,7 @@ struct Counters {
     bytes_sent: AtomicU64,
     connections_opened: [AtomicU64; 4],
     connections_closed: [AtomicU64; 4],
+    connections_moved: AtomicU64,
     send_latency: Histogram,
     poll_latency: Histogram,
 }
@@ -198,6 +199,7 @@ impl Counters {
             bytes_sent: AtomicU64::new(0),
             connections_opened: std::array::from_fn(|_| AtomicU64::new(0)),
             connections_closed: std::array::from_fn(|_| AtomicU64::new(0)),
+            connections_moved: AtomicU64::new(0),
             send_latency: Histogram::new(),
             poll_latency: Histogram::new(),
         }
@@ -297,6 +299,11 @@ impl Metrics {
         add(&self.mine().connections_closed[transport.index()], 1);
     }
 
+    /// A TCP connection moved to the shard its partition requests go to.
+    pub fn connection_moved(&self) {
+        add(&self.mine().connections_moved, 1);
+    }
+
     /// Latency of one send (append acknowledged).
     pub fn observe_send(&self, latency: Duration) {
         self.mine().send_latency.observe(latency);
@@ -361,7 +368,12 @@ impl Metrics {
     }
 
     fn render_traffic(&self, out: &mut String) {
-        let counters: [(&str, &str, CounterOf); 4] = [
+        let counters: [(&str, &str, CounterOf); 5] = [
+            (
+                "iggy_connections_moved_total",
+                "TCP connections moved to the shard that owns their partition.",
+                |c| &c.connections_moved,
+            ),
             (
                 "iggy_messages_received_total",
                 "Messages received from clients.",
@@ -703,12 +715,13 @@ mod tests {
             assert_eq!(exposition.types[*name], "gauge", "{name}");
         }
         assert_eq!(exposition.types["iggy_connections_total"], "counter");
+        assert_eq!(exposition.types["iggy_connections_moved_total"], "counter");
         assert_eq!(exposition.types["iggy_telemetry_dropped_total"], "counter");
         assert_eq!(
             exposition.types["iggy_telemetry_export_failures_total"],
             "counter"
         );
-        assert_eq!(exposition.types.len(), 19);
+        assert_eq!(exposition.types.len(), 20);
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub async fn send(call: Call<'_>, frame: Vec<u8>) -> Reply {
         Err(code) => return call.deny(code),
     };
     crate::telemetry::record_partition(addr.stream, addr.topic, addr.partition);
+    call.session.partition.set(Some(addr.ns()));
     let range = HEADER_SIZE + request.batch.start..HEADER_SIZE + request.batch.end;
     let (count, bytes) = (request.messages_count, range.len() as u64);
     let node = call.node();
@@ -334,7 +335,7 @@ fn poll_start(strategy: PollingStrategy) -> PollStart {
 pub async fn poll(call: Call<'_>, request: PollMessages<'_>) -> Reply {
     let caller = Caller::of(&call);
     let started = std::time::Instant::now();
-    match poll_partition(call.node(), caller, &request).await {
+    match poll_noting(call.node(), caller, &request, call.session.partition).await {
         Ok(body) => {
             let metrics = &call.node().ctx.metrics;
             metrics.messages_out(
@@ -380,6 +381,16 @@ pub async fn poll_partition(
     caller: Caller,
     request: &PollMessages<'_>,
 ) -> Result<PolledBody, ErrorCode> {
+    poll_noting(node, caller, request, &std::cell::Cell::new(None)).await
+}
+
+/// `poll_partition`, noting the partition it polls in `noted`.
+async fn poll_noting(
+    node: &Node,
+    caller: Caller,
+    request: &PollMessages<'_>,
+    noted: &std::cell::Cell<Option<u64>>,
+) -> Result<PolledBody, ErrorCode> {
     let (target, consumer) = {
         let metadata = node.metadata();
         let target = resolve(caller.user, &metadata, &request.topic, poll_action)?;
@@ -410,6 +421,7 @@ pub async fn poll_partition(
         partition,
     };
     crate::telemetry::record_partition(addr.stream, addr.topic, addr.partition);
+    noted.set(Some(addr.ns()));
     let op = PartitionOp::Poll {
         start: poll_start(request.strategy),
         count: request.count,

@@ -30,6 +30,10 @@ pub struct SessionRef<'s> {
     pub shard: &'s Shard,
     /// Server-side connection number (client records are keyed by it).
     pub connection_id: u64,
+    /// The partition (namespace) the request used, noted by the send and
+    /// poll handlers for the connection's shard affinity
+    /// (`session::moving`).
+    pub partition: &'s std::cell::Cell<Option<u64>>,
 }
 
 /// What every handler gets.

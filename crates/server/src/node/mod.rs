@@ -21,6 +21,7 @@ pub mod context;
 pub mod disk_space;
 mod effects;
 pub mod heartbeat;
+pub mod moved;
 pub mod ownership;
 pub mod partition_replica;
 pub mod partition_stats;
@@ -500,6 +501,12 @@ impl Node {
     /// session from now on (until it closes or attaches again).
     pub fn attach_session(&self, connection_id: u64, client: u128) {
         self.attachments.borrow_mut().insert(connection_id, client);
+    }
+
+    /// Ends a connection's attachment here, returning the session it was
+    /// attached to (the connection moves to another shard).
+    pub fn detach_session(&self, connection_id: u64) -> Option<u128> {
+        self.attachments.borrow_mut().remove(&connection_id)
     }
 
     /// The coordinator session a connection attached to, if any.

@@ -22,6 +22,12 @@ pub enum ShardMessage {
         stream: std::net::TcpStream,
         peer: SocketAddr,
     },
+    /// A plaintext TCP connection another shard moved here between two
+    /// requests, with its session (`session::moving`).
+    ResumeTcp {
+        stream: std::net::TcpStream,
+        moved: super::moved::MovedSession,
+    },
     /// A plaintext WebSocket connection accepted on shard 0, before its
     /// upgrade.
     AdoptWebSocket {

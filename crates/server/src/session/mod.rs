@@ -8,6 +8,7 @@
 //! since the SDK would otherwise wait 30 s for a reply that never comes.
 
 mod login;
+pub mod moving;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -38,6 +39,10 @@ pub struct Session {
     pub failed_logins: u32,
     /// When the last request arrived (read by the heartbeat verifier).
     pub last_request: Rc<std::cell::Cell<std::time::Instant>>,
+    /// Where its partition requests went lately (`moving`).
+    pub affinity: moving::Affinity,
+    /// Moved to another shard: this one no longer ends it on drop.
+    moved: bool,
 }
 
 impl Session {
@@ -53,6 +58,50 @@ impl Session {
             bound: None,
             failed_logins: 0,
             last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
+            affinity: moving::Affinity::default(),
+            moved: false,
+        }
+    }
+
+    /// A TCP session moved here from another shard (`moving`).
+    pub fn resume(shard: Rc<Shard>, mut moved: moving::MovedSession) -> Self {
+        shard.node.connection_arriving(&mut moved);
+        Self {
+            shard,
+            transport: Transport::Tcp,
+            peer: moved.peer,
+            connection_id: moved.connection_id,
+            bound: moved.bound,
+            failed_logins: moved.failed_logins,
+            last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
+            affinity: moving::Affinity::default(),
+            moved: false,
+        }
+    }
+
+    /// The shard this session should move to after the request just
+    /// handled, if any.
+    pub fn move_target(&mut self) -> Option<usize> {
+        let here = usize::from(self.shard.id);
+        self.affinity
+            .after_request(here, self.shard.ctx.shard_count)
+    }
+
+    /// Hands the session's state over for another shard; this shard forgets
+    /// it (no end of session, no closed connection).
+    pub fn into_moved(mut self) -> moving::MovedSession {
+        let (attached, client_entry) = self
+            .shard
+            .node
+            .connection_leaving(self.connection_id, self.bound);
+        self.moved = true;
+        moving::MovedSession {
+            connection_id: self.connection_id,
+            peer: self.peer,
+            bound: self.bound,
+            failed_logins: self.failed_logins,
+            attached,
+            client_entry,
         }
     }
 
@@ -118,6 +167,7 @@ impl Session {
         let caller = SessionRef {
             shard: &self.shard,
             connection_id: self.connection_id,
+            partition: &self.affinity.noted,
         };
         handlers::dispatch(caller, bound, header, code, frame).await
     }
@@ -164,6 +214,9 @@ fn record_outcome(span: &tracing::Span, reply: &Reply) {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if self.moved {
+            return;
+        }
         let bound = self.bound.take();
         self.shard.node.connection_closed(self.connection_id, bound);
         self.shard.ctx.metrics.connection_closed(self.transport);

@@ -280,6 +280,9 @@ async fn shard_main(start: ShardStart) -> Option<String> {
         match message {
             ShardMessage::Shutdown => break,
             ShardMessage::AdoptTcp { stream, peer } => transport::tcp::adopt(&shard, stream, peer),
+            ShardMessage::ResumeTcp { stream, moved } => {
+                transport::tcp::resume(&shard, stream, moved)
+            }
             ShardMessage::AdoptWebSocket {
                 stream,
                 peer,

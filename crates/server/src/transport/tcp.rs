@@ -22,6 +22,7 @@ use protocol::header::{HEADER_SIZE, frame_size};
 use crate::node::Shard;
 use crate::node::heartbeat::Liveness;
 use crate::node::shard_message::ShardMessage;
+use crate::session::moving::MovedSession;
 use crate::session::{self, Transport};
 
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
@@ -66,7 +67,7 @@ async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
     while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
         let adopt = |stream| ShardMessage::AdoptTcp { stream, peer };
         if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
-            spawn_connection(&shard, stream, peer);
+            spawn_connection(&shard, stream, Start::New(peer));
         }
     }
 }
@@ -84,32 +85,105 @@ pub(super) fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStre
 /// Takes over a connection accepted on shard 0.
 pub fn adopt(shard: &Rc<Shard>, stream: std::net::TcpStream, peer: SocketAddr) {
     match TcpStream::from_std(stream) {
-        Ok(stream) => spawn_connection(shard, stream, peer),
+        Ok(stream) => spawn_connection(shard, stream, Start::New(peer)),
         Err(e) => warn!(%peer, "cannot adopt connection: {e}"),
     }
 }
 
-fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
+/// Takes over a connection another shard moved here (`session::moving`).
+pub fn resume(shard: &Rc<Shard>, stream: std::net::TcpStream, moved: MovedSession) {
+    match TcpStream::from_std(stream) {
+        Ok(stream) => spawn_connection(shard, stream, Start::Moved(moved)),
+        Err(e) => {
+            warn!(peer = %moved.peer, "cannot take over a moved connection: {e}");
+            // Ends the session here as a closed connection would.
+            drop(session::Session::resume(shard.clone(), moved));
+        }
+    }
+}
+
+/// How a plaintext connection's session begins on this shard.
+enum Start {
+    New(SocketAddr),
+    Moved(MovedSession),
+}
+
+fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, start: Start) {
     let shard = shard.clone();
     compio::runtime::spawn(async move {
         let _open = shard.connection_guard();
         let _counted = shard.ctx.open_connection();
-        debug!(%peer, shard = shard.id, "TCP connection opened");
-        match serve_connection(&shard, stream, peer).await {
-            Ok(()) => debug!(%peer, "TCP connection closed"),
-            Err(e) => info!(%peer, "TCP connection closed: {e}"),
+        let mut arrived = matches!(start, Start::Moved(_));
+        let mut session = match start {
+            Start::New(peer) => {
+                debug!(%peer, shard = shard.id, "TCP connection opened");
+                session::Session::new(shard.clone(), Transport::Tcp, peer)
+            }
+            Start::Moved(moved) => session::Session::resume(shard.clone(), moved),
+        };
+        let mut stream = stream;
+        loop {
+            let (connection_id, peer) = (session.connection_id, session.peer);
+            let liveness = Liveness::plain(stream.as_raw_fd());
+            shard
+                .node
+                .liveness
+                .track(connection_id, liveness(session.last_request.clone()));
+            if std::mem::take(&mut arrived) && !shard.node.session_alive(session.bound) {
+                shard.node.liveness.untrack(connection_id);
+                return info!(%peer, "closing a moved connection whose session ended meanwhile");
+            }
+            let ended = serve_frames(&shard, &mut stream, session, true).await;
+            shard.node.liveness.untrack(connection_id);
+            match ended {
+                Ok(Ended::Closed) => return debug!(%peer, "TCP connection closed"),
+                Err(e) => return info!(%peer, "TCP connection closed: {e}"),
+                Ok(Ended::Moving {
+                    target,
+                    session: moving,
+                }) => match move_connection(&shard, &stream, target, moving) {
+                    None => return debug!(%peer, target, "TCP connection moved"),
+                    // The other shard cannot take it now: serve on.
+                    Some(staying) => session = staying,
+                },
+            }
         }
     })
     .detach();
 }
 
-async fn serve_connection(
+/// Hands a connection, between two requests, to shard `target` with its
+/// session's state; gives the session back when that shard cannot take it.
+fn move_connection(
     shard: &Rc<Shard>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
-) -> std::io::Result<()> {
-    let liveness = Liveness::plain(stream.as_raw_fd());
-    serve_stream(shard, &mut stream, peer, Transport::Tcp, liveness).await
+    stream: &TcpStream,
+    target: usize,
+    session: session::Session,
+) -> Option<session::Session> {
+    let copy = match duplicate(stream) {
+        Ok(copy) => copy,
+        Err(e) => {
+            debug!(peer = %session.peer, "cannot duplicate a connection to move it: {e}");
+            return Some(session);
+        }
+    };
+    let moved = session.into_moved();
+    match shard.ctx.try_send(
+        target,
+        ShardMessage::ResumeTcp {
+            stream: copy,
+            moved,
+        },
+    ) {
+        Ok(()) => {
+            shard.ctx.metrics.connection_moved();
+            None
+        }
+        Err(ShardMessage::ResumeTcp { moved, .. }) => {
+            Some(session::Session::resume(shard.clone(), moved))
+        }
+        Err(_) => unreachable!("try_send returns the message it was given"),
+    }
 }
 
 /// Serves one connection's session over a byte stream of frames.
@@ -126,21 +200,34 @@ pub async fn serve_stream<S: AsyncRead + AsyncWrite>(
         .node
         .liveness
         .track(connection_id, liveness(session.last_request.clone()));
-    let result = serve_frames(shard, stream, session).await;
+    let result = serve_frames(shard, stream, session, false).await;
     shard.node.liveness.untrack(connection_id);
-    result
+    result.map(|_| ())
 }
 
+/// How a connection's frame loop ended.
+enum Ended {
+    Closed,
+    /// Its requests go to shard `target`: move the connection there.
+    Moving {
+        target: usize,
+        session: session::Session,
+    },
+}
+
+/// Serves frames until the connection closes or, with `may_move`, until
+/// its session should move to another shard (`session::moving`).
 async fn serve_frames<S: AsyncRead + AsyncWrite>(
     shard: &Rc<Shard>,
     stream: &mut S,
     mut session: session::Session,
-) -> std::io::Result<()> {
+    may_move: bool,
+) -> std::io::Result<Ended> {
     let frame_max = shard.ctx.frame_max_bytes;
     let frame_timeout = shard.ctx.limits.frame_timeout;
     loop {
         let Some(frame) = read_frame(stream, frame_max, frame_timeout).await? else {
-            return Ok(());
+            return Ok(Ended::Closed);
         };
         let reply = session.handle(frame).await;
         let stop = reply.close_after;
@@ -150,7 +237,10 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             stream.flush().await?;
         }
         if stop || shard.ctx.is_stopping() {
-            return Ok(());
+            return Ok(Ended::Closed);
+        }
+        if may_move && let Some(target) = session.move_target() {
+            return Ok(Ended::Moving { target, session });
         }
     }
 }
