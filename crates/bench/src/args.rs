@@ -101,6 +101,19 @@ pub struct BenchOptions {
     /// host:port (tcp, quic, websocket) or URL (http) [default: the transport's usual port].
     #[arg(long, global = true)]
     pub server_address: Option<String>,
+    /// TLS on the tcp and websocket transports (quic is always encrypted; for
+    /// https give an `https://` server address).
+    #[arg(long, global = true)]
+    pub tls: bool,
+    /// The name the server's certificate is checked against.
+    #[arg(long, global = true, default_value = "localhost")]
+    pub tls_domain: String,
+    /// Trust the certificates of this CA file (PEM) instead of the system's roots.
+    #[arg(long, global = true)]
+    pub tls_ca_file: Option<String>,
+    /// Accept any certificate (a test server's self-signed one).
+    #[arg(long, global = true)]
+    pub tls_no_verify: bool,
     #[arg(long, global = true, default_value = "iggy")]
     pub username: String,
     #[arg(long, global = true, default_value = "iggy")]
@@ -149,6 +162,8 @@ mod tests {
         assert_eq!(options.warmup_time, Duration::ZERO);
         assert_eq!(options.username, "iggy");
         assert!(!options.fsync && !options.reuse_streams && !options.json);
+        assert!(!options.tls && !options.tls_no_verify && options.tls_ca_file.is_none());
+        assert_eq!(options.tls_domain, "localhost");
     }
 
     #[test]

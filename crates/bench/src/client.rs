@@ -37,23 +37,45 @@ async fn connect_and_login(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> 
     let retries = Some(CONNECT_RETRIES);
     let builder = IggyClient::builder();
     let client = match plan.transport {
-        Transport::Tcp => builder
-            .with_tcp()
-            .with_server_address(address)
-            .with_no_delay()
-            .with_reconnection_max_retries(retries)
-            .build(),
+        Transport::Tcp => {
+            let mut tcp = builder
+                .with_tcp()
+                .with_server_address(address)
+                .with_no_delay()
+                .with_reconnection_max_retries(retries);
+            if let Some(tls) = &plan.tls {
+                tcp = tcp
+                    .with_tls_enabled(true)
+                    .with_tls_domain(tls.domain.clone())
+                    .with_tls_validate_certificate(tls.verify);
+                if let Some(ca) = &tls.ca_file {
+                    tcp = tcp.with_tls_ca_file(ca.clone());
+                }
+            }
+            tcp.build()
+        }
         Transport::Http => builder.with_http().with_api_url(address).build(),
         Transport::Quic => builder
             .with_quic()
             .with_server_address(address)
             .with_reconnection_max_retries(retries)
             .build(),
-        Transport::WebSocket => builder
-            .with_websocket()
-            .with_server_address(address)
-            .with_reconnection_max_retries(retries)
-            .build(),
+        Transport::WebSocket => {
+            let mut ws = builder
+                .with_websocket()
+                .with_server_address(address)
+                .with_reconnection_max_retries(retries);
+            if let Some(tls) = &plan.tls {
+                ws = ws
+                    .with_tls_enabled(true)
+                    .with_tls_domain(tls.domain.clone())
+                    .with_tls_validate_certificate(tls.verify);
+                if let Some(ca) = &tls.ca_file {
+                    ws = ws.with_tls_ca_file(ca.clone());
+                }
+            }
+            ws.build()
+        }
     }
     .with_context(|| format!("cannot configure a {:?} client", plan.transport))?;
     client

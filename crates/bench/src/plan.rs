@@ -65,6 +65,12 @@ pub enum PlanError {
     EndToEndCountsDisagree { producers: u32, consumers: u32 },
     #[error("--stream-prefix must not be empty")]
     EmptyPrefix,
+    #[error(
+        "--tls applies to the tcp and websocket transports (quic always encrypts; for https give an https:// address)"
+    )]
+    TlsTransport,
+    #[error("--{flag} needs --tls")]
+    TlsFlagWithoutTls { flag: &'static str },
 }
 
 /// 1-based actor number, unique across roles within one run. It doubles as
@@ -130,6 +136,15 @@ pub struct ConnectionPlan {
     pub address: String,
     pub username: String,
     pub password: String,
+    /// TLS on tcp or websocket.
+    pub tls: Option<TlsPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsPlan {
+    pub domain: String,
+    pub ca_file: Option<String>,
+    pub verify: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +217,7 @@ impl Plan {
             persisted: options.fsync,
             consumer_group: kind == BenchmarkKind::BalancedConsumerGroup,
             reuse_streams: options.reuse_streams,
-            connection: connection_for(options),
+            connection: connection_for(options)?,
             output: OutputPlan {
                 dry_run: options.dry_run,
                 json: options.json,
@@ -510,7 +525,7 @@ fn seeders_for(actors: &[ActorPlan]) -> Vec<ActorPlan> {
         .collect()
 }
 
-fn connection_for(options: &BenchOptions) -> ConnectionPlan {
+fn connection_for(options: &BenchOptions) -> Result<ConnectionPlan, PlanError> {
     let address = match (&options.server_address, options.transport) {
         (Some(address), Transport::Http) if !address.contains("://") => {
             format!("http://{address}")
@@ -521,12 +536,37 @@ fn connection_for(options: &BenchOptions) -> ConnectionPlan {
         (None, Transport::Quic) => "127.0.0.1:8080".to_string(),
         (None, Transport::WebSocket) => "127.0.0.1:8092".to_string(),
     };
-    ConnectionPlan {
+    Ok(ConnectionPlan {
         transport: options.transport,
         address,
         username: options.username.clone(),
         password: options.password.clone(),
+        tls: tls_for(options)?,
+    })
+}
+
+fn tls_for(options: &BenchOptions) -> Result<Option<TlsPlan>, PlanError> {
+    if !options.tls {
+        if options.tls_ca_file.is_some() {
+            return Err(PlanError::TlsFlagWithoutTls {
+                flag: "tls-ca-file",
+            });
+        }
+        if options.tls_no_verify {
+            return Err(PlanError::TlsFlagWithoutTls {
+                flag: "tls-no-verify",
+            });
+        }
+        return Ok(None);
     }
+    if !matches!(options.transport, Transport::Tcp | Transport::WebSocket) {
+        return Err(PlanError::TlsTransport);
+    }
+    Ok(Some(TlsPlan {
+        domain: options.tls_domain.clone(),
+        ca_file: options.tls_ca_file.clone(),
+        verify: !options.tls_no_verify,
+    }))
 }
 
 #[cfg(test)]

@@ -103,6 +103,15 @@ async fn the_scenario_passes_over_tls_on_every_transport() {
         let client = scenario::connect(carrier).await;
         scenario::run(&client, &format!("scenario-{label}")).await;
     }
+    // TLS connections are handed to the shards round-robin before their
+    // handshake: two accepted in a row are served by different shards (when
+    // there are two or more), and both carry the scenario.
+    for (label, carrier) in [&carriers[0], &carriers[2]] {
+        let first = scenario::connect(carrier).await;
+        let second = scenario::connect(carrier).await;
+        scenario::run(&first, &format!("first-{label}")).await;
+        scenario::run(&second, &format!("second-{label}")).await;
+    }
 
     assert_eq!(
         negotiated_alpn(addr("http"), &cert_pem).as_deref(),

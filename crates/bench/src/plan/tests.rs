@@ -308,6 +308,42 @@ fn given_transports_when_planning_should_pick_default_addresses() {
 }
 
 #[test]
+fn given_tls_flags_when_planning_should_accept_them_only_on_tcp_and_websocket() {
+    assert_eq!(
+        plan_of("pinned-producer").expect("valid").connection.tls,
+        None
+    );
+    let tls = plan_of("pinned-producer --tls --tls-ca-file ca.pem --tls-domain example.com")
+        .expect("valid")
+        .connection
+        .tls
+        .expect("TLS is on");
+    assert_eq!(tls.domain, "example.com");
+    assert_eq!(tls.ca_file.as_deref(), Some("ca.pem"));
+    assert!(tls.verify);
+    let tls = plan_of("pinned-producer --transport websocket --tls --tls-no-verify")
+        .expect("valid")
+        .connection
+        .tls
+        .expect("TLS is on");
+    assert!(!tls.verify);
+    assert_eq!(
+        plan_of("pinned-producer --transport quic --tls").unwrap_err(),
+        PlanError::TlsTransport
+    );
+    assert_eq!(
+        plan_of("pinned-producer --transport http --tls").unwrap_err(),
+        PlanError::TlsTransport
+    );
+    assert_eq!(
+        plan_of("pinned-producer --tls-no-verify").unwrap_err(),
+        PlanError::TlsFlagWithoutTls {
+            flag: "tls-no-verify"
+        }
+    );
+}
+
+#[test]
 fn given_producer_and_consumer_when_computing_expected_bytes_should_count_both_sides() {
     let plan = plan_of(
         "pinned-producer-and-consumer --producers 2 --message-batches 3 \

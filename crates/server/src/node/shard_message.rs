@@ -16,11 +16,12 @@ use super::partitions::PartitionCall;
 pub enum ShardMessage {
     /// Stop accepting, finish or fail in-flight work, flush, exit.
     Shutdown,
-    /// A plaintext TCP connection accepted on shard 0, duplicated to this shard
-    /// before any byte was read.
+    /// A TCP connection accepted on shard 0, duplicated to this shard before
+    /// any byte was read; with `tls`, its handshake runs here.
     AdoptTcp {
         stream: std::net::TcpStream,
         peer: SocketAddr,
+        tls: Option<compio::tls::TlsAcceptor>,
     },
     /// A plaintext TCP connection another shard moved here between two
     /// requests, with its session (`session::moving`).
@@ -28,12 +29,13 @@ pub enum ShardMessage {
         stream: std::net::TcpStream,
         moved: super::moved::MovedSession,
     },
-    /// A plaintext WebSocket connection accepted on shard 0, before its
-    /// upgrade.
+    /// A WebSocket connection accepted on shard 0, before its upgrade (and,
+    /// with `tls`, before its TLS handshake).
     AdoptWebSocket {
         stream: std::net::TcpStream,
         peer: SocketAddr,
         limits: WsLimits,
+        tls: Option<compio::tls::TlsAcceptor>,
     },
     /// To shard 0: commit this metadata operation and answer on `reply`.
     MetadataSubmit {

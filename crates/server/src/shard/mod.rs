@@ -279,7 +279,9 @@ async fn shard_main(start: ShardStart) -> Option<String> {
     while let Ok(message) = inbox.recv().await {
         match message {
             ShardMessage::Shutdown => break,
-            ShardMessage::AdoptTcp { stream, peer } => transport::tcp::adopt(&shard, stream, peer),
+            ShardMessage::AdoptTcp { stream, peer, tls } => {
+                transport::tcp::adopt(&shard, stream, peer, tls)
+            }
             ShardMessage::ResumeTcp { stream, moved } => {
                 transport::tcp::resume(&shard, stream, moved)
             }
@@ -287,7 +289,8 @@ async fn shard_main(start: ShardStart) -> Option<String> {
                 stream,
                 peer,
                 limits,
-            } => transport::websocket::adopt(&shard, stream, peer, limits),
+                tls,
+            } => transport::websocket::adopt(&shard, stream, peer, limits, tls),
             ShardMessage::MetadataSubmit { op, reply } => shard.node.enqueue_commit(op, reply),
             ShardMessage::MetadataApplied {
                 op,

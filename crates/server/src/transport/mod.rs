@@ -6,10 +6,10 @@
 //!
 //! | transport | served on |
 //! |---|---|
-//! | TCP | accepted on shard 0, handed to shards round-robin |
-//! | TCP + TLS | shard 0 |
+//! | TCP | accepted on shard 0, handed to shards round-robin; plaintext connections then move to their partitions' shard |
+//! | TCP + TLS | accepted on shard 0, handed to shards round-robin before the handshake |
 //! | WebSocket | accepted on shard 0, handed to shards round-robin |
-//! | WebSocket + TLS | shard 0 |
+//! | WebSocket + TLS | accepted on shard 0, handed to shards round-robin before the handshake |
 //! | QUIC | shard 0 |
 //! | HTTP, HTTPS | shard 0 (bound here, served by `http`) |
 //!
@@ -227,7 +227,7 @@ fn quic_limits(config: &ServerConfig) -> quic::QuicLimits {
     }
 }
 
-/// Spreads plaintext connections over the shards (round-robin): returns the
+/// Spreads connections over the shards (round-robin): returns the
 /// stream when this shard should serve it, otherwise hands a duplicate of
 /// its descriptor to the chosen shard as the message `adopt` builds.
 pub fn hand_off(

@@ -1,6 +1,7 @@
-//! TCP: the listener on shard 0, round-robin hand-off of accepted plaintext
-//! sockets to shards, TLS connections terminated on shard 0, and the
-//! per-connection frame loop (shared with every byte-stream transport).
+//! TCP: the listener on shard 0, round-robin hand-off of accepted sockets to
+//! shards (a TLS connection's handshake runs on the shard it is handed to),
+//! and the per-connection frame loop (shared with every byte-stream
+//! transport).
 //!
 //! Frames are read whole (256-byte header, then `size - 256` body bytes) into
 //! one buffer that the session decodes in place. A frame whose declared size
@@ -26,50 +27,57 @@ use crate::session::moving::MovedSession;
 use crate::session::{self, Transport};
 
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
-/// with `tls`, connections are terminated and served here.
+/// with `tls`, every connection is terminated on the shard that serves it.
 pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<TlsAcceptor>) {
     match TcpListener::from_std(listener) {
-        Ok(listener) => match tls {
-            Some(tls) => {
-                compio::runtime::spawn(accept_tls_loop(listener, shard.clone(), tls)).detach()
-            }
-            None => compio::runtime::spawn(accept_loop(listener, shard.clone())).detach(),
-        },
+        Ok(listener) => compio::runtime::spawn(accept_loop(listener, shard.clone(), tls)).detach(),
         Err(e) => tracing::error!("cannot serve the TCP listener: {e}"),
     }
 }
 
-async fn accept_tls_loop(listener: TcpListener, shard: Rc<Shard>, tls: TlsAcceptor) {
+async fn accept_loop(listener: TcpListener, shard: Rc<Shard>, tls: Option<TlsAcceptor>) {
     while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
-        let (shard, tls) = (shard.clone(), tls.clone());
-        compio::runtime::spawn(async move {
-            let _open = shard.connection_guard();
-            let _counted = shard.ctx.open_connection();
-            let fd = stream.as_raw_fd();
-            let handshake =
-                compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await;
-            let mut stream = match handshake {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
-                Err(_) => return debug!(%peer, "TLS handshake timed out"),
-            };
-            let liveness = Liveness::encrypted(fd);
-            match serve_stream(&shard, &mut stream, peer, Transport::Tcp, liveness).await {
-                Ok(()) => debug!(%peer, "TLS connection closed"),
-                Err(e) => info!(%peer, "TLS connection closed: {e}"),
-            }
-        })
-        .detach();
+        let handed = tls.clone();
+        let adopt = |stream| ShardMessage::AdoptTcp {
+            stream,
+            peer,
+            tls: handed,
+        };
+        if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
+            start(&shard, stream, peer, tls.clone());
+        }
     }
 }
 
-async fn accept_loop(listener: TcpListener, shard: Rc<Shard>) {
-    while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
-        let adopt = |stream| ShardMessage::AdoptTcp { stream, peer };
-        if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
-            spawn_connection(&shard, stream, Start::New(peer));
-        }
+/// Serves a new connection on this shard: plaintext at once, TLS once its
+/// handshake completes.
+fn start(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: Option<TlsAcceptor>) {
+    match tls {
+        Some(tls) => spawn_tls(shard, stream, peer, tls),
+        None => spawn_connection(shard, stream, Start::New(peer)),
     }
+}
+
+fn spawn_tls(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: TlsAcceptor) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        let _open = shard.connection_guard();
+        let _counted = shard.ctx.open_connection();
+        let fd = stream.as_raw_fd();
+        let handshake =
+            compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await;
+        let mut stream = match handshake {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
+            Err(_) => return debug!(%peer, "TLS handshake timed out"),
+        };
+        let liveness = Liveness::encrypted(fd);
+        match serve_stream(&shard, &mut stream, peer, Transport::Tcp, liveness).await {
+            Ok(()) => debug!(%peer, "TLS connection closed"),
+            Err(e) => info!(%peer, "TLS connection closed: {e}"),
+        }
+    })
+    .detach();
 }
 
 /// Duplicates the socket's descriptor so another shard's runtime can own it.
@@ -83,9 +91,14 @@ pub(super) fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStre
 }
 
 /// Takes over a connection accepted on shard 0.
-pub fn adopt(shard: &Rc<Shard>, stream: std::net::TcpStream, peer: SocketAddr) {
+pub fn adopt(
+    shard: &Rc<Shard>,
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+) {
     match TcpStream::from_std(stream) {
-        Ok(stream) => spawn_connection(shard, stream, Start::New(peer)),
+        Ok(stream) => start(shard, stream, peer, tls),
         Err(e) => warn!(%peer, "cannot adopt connection: {e}"),
     }
 }

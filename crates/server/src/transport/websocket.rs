@@ -1,6 +1,7 @@
 //! WebSocket (binary protocol §3.4): one Binary message carries exactly one
-//! frame each way. Plaintext connections are accepted on shard 0 and handed
-//! to shards round-robin like TCP; `wss` is terminated on shard 0.
+//! frame each way. Connections are accepted on shard 0 and handed to shards
+//! round-robin like TCP; a `wss` connection's TLS handshake runs on the
+//! shard it is handed to.
 //!
 //! A Binary message whose length differs from its frame's `size`, or any
 //! Text message, closes the connection with a close frame saying why.
@@ -67,26 +68,43 @@ async fn accept_loop(
     tls: Option<TlsAcceptor>,
 ) {
     while let Some((stream, peer)) = shard.next_connection(&listener, "WebSocket").await {
-        if let Some(tls) = &tls {
-            spawn_wss(&shard, stream, peer, limits, tls.clone());
-            continue;
-        }
+        let handed = tls.clone();
         let adopt = |stream| ShardMessage::AdoptWebSocket {
             stream,
             peer,
             limits,
+            tls: handed,
         };
         if let Some(stream) = super::hand_off(&shard, stream, peer, adopt) {
-            spawn_ws(&shard, stream, peer, limits);
+            start(&shard, stream, peer, limits, tls.clone());
         }
     }
 }
 
-/// Takes over a plaintext WebSocket connection accepted on shard 0.
-pub fn adopt(shard: &Rc<Shard>, stream: std::net::TcpStream, peer: SocketAddr, limits: WsLimits) {
+/// Takes over a WebSocket connection accepted on shard 0.
+pub fn adopt(
+    shard: &Rc<Shard>,
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    limits: WsLimits,
+    tls: Option<TlsAcceptor>,
+) {
     match TcpStream::from_std(stream) {
-        Ok(stream) => spawn_ws(shard, stream, peer, limits),
+        Ok(stream) => start(shard, stream, peer, limits, tls),
         Err(e) => warn!(%peer, "cannot adopt a WebSocket connection: {e}"),
+    }
+}
+
+fn start(
+    shard: &Rc<Shard>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    limits: WsLimits,
+    tls: Option<TlsAcceptor>,
+) {
+    match tls {
+        Some(tls) => spawn_wss(shard, stream, peer, limits, tls),
+        None => spawn_ws(shard, stream, peer, limits),
     }
 }
 
