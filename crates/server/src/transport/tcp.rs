@@ -63,6 +63,10 @@ fn spawn_tls(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: TlsAcc
     compio::runtime::spawn(async move {
         let _open = shard.connection_guard();
         let _counted = shard.ctx.open_connection();
+        // A reply leaves as TLS records written one after another; with
+        // Nagle's algorithm the last, short one would wait for the client's
+        // delayed ACK (40 ms on Linux). Plaintext replies are one write.
+        let _ = stream.set_nodelay(true);
         let fd = stream.as_raw_fd();
         let handshake =
             compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await;

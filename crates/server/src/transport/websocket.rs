@@ -130,6 +130,10 @@ fn spawn_wss(
     compio::runtime::spawn(async move {
         let _open = shard.connection_guard();
         let _counted = shard.ctx.open_connection();
+        // As on TCP + TLS: a message leaves as TLS records written one after
+        // another, and Nagle's algorithm would hold the last, short one for
+        // the client's delayed ACK.
+        let _ = stream.set_nodelay(true);
         let fd = stream.as_raw_fd();
         match compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await {
             Ok(Ok(stream)) => upgrade_and_serve(&shard, stream, fd, peer, limits).await,
