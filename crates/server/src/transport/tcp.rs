@@ -150,7 +150,7 @@ fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, start: Start) {
                 shard.node.liveness.untrack(connection_id);
                 return info!(%peer, "closing a moved connection whose session ended meanwhile");
             }
-            let ended = serve_frames(&shard, &mut stream, session, true).await;
+            let ended = serve_frames(&shard, &mut stream, session, true, usize::MAX).await;
             shard.node.liveness.untrack(connection_id);
             match ended {
                 Ok(Ended::Closed) => return debug!(%peer, "TCP connection closed"),
@@ -217,7 +217,7 @@ pub async fn serve_stream<S: AsyncRead + AsyncWrite>(
         .node
         .liveness
         .track(connection_id, liveness(session.last_request.clone()));
-    let result = serve_frames(shard, stream, session, false).await;
+    let result = serve_frames(shard, stream, session, false, WRAPPED_READ_CHUNK).await;
     shard.node.liveness.untrack(connection_id);
     result.map(|_| ())
 }
@@ -232,18 +232,27 @@ enum Ended {
     },
 }
 
+/// The most a read from a wrapped (TLS) stream asks for. Such a stream
+/// zero-fills the uninitialised part of the buffer it is given before every
+/// read and then returns one record (at most 16 KiB), so asking for a whole
+/// 1 MB body at once zero-filled about 32 MB per frame. Plaintext reads go
+/// to the kernel as one read of the whole body.
+const WRAPPED_READ_CHUNK: usize = 16 * 1024;
+
 /// Serves frames until the connection closes or, with `may_move`, until
-/// its session should move to another shard (`session::moving`).
+/// its session should move to another shard (`session::moving`). Body
+/// reads ask for at most `read_chunk` bytes at a time.
 async fn serve_frames<S: AsyncRead + AsyncWrite>(
     shard: &Rc<Shard>,
     stream: &mut S,
     mut session: session::Session,
     may_move: bool,
+    read_chunk: usize,
 ) -> std::io::Result<Ended> {
     let frame_max = shard.ctx.frame_max_bytes;
     let frame_timeout = shard.ctx.limits.frame_timeout;
     loop {
-        let Some(frame) = read_frame(stream, frame_max, frame_timeout).await? else {
+        let Some(frame) = read_frame(stream, frame_max, frame_timeout, read_chunk).await? else {
             return Ok(Ended::Closed);
         };
         let reply = session.handle(frame).await;
@@ -269,6 +278,7 @@ async fn read_frame<S: AsyncRead>(
     stream: &mut S,
     frame_max: usize,
     frame_timeout: std::time::Duration,
+    read_chunk: usize,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let header = Vec::with_capacity(HEADER_SIZE);
     let BufResult(result, header) = stream.read(header.slice(..HEADER_SIZE)).await;
@@ -276,7 +286,8 @@ async fn read_frame<S: AsyncRead>(
     if result? == 0 {
         return Ok(None);
     }
-    match compio::time::timeout(frame_timeout, read_rest(stream, frame, frame_max)).await {
+    let rest = read_rest(stream, frame, frame_max, read_chunk);
+    match compio::time::timeout(frame_timeout, rest).await {
         Ok(result) => result.map(Some),
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -290,6 +301,7 @@ async fn read_rest<S: AsyncRead>(
     stream: &mut S,
     mut frame: Vec<u8>,
     frame_max: usize,
+    read_chunk: usize,
 ) -> std::io::Result<Vec<u8>> {
     if frame.len() < HEADER_SIZE {
         let have = frame.len();
@@ -304,11 +316,16 @@ async fn read_rest<S: AsyncRead>(
             format!("frame size {size} outside {HEADER_SIZE}..={frame_max}"),
         ));
     }
-    if size > frame.len() {
-        frame.reserve_exact(size - frame.len());
-        let BufResult(result, body) = stream.read_exact(frame.slice(HEADER_SIZE..size)).await;
+    frame.reserve_exact(size - frame.len());
+    while frame.len() < size {
+        let end = size.min(frame.len().saturating_add(read_chunk));
+        let start = frame.len();
+        let BufResult(result, body) = stream.read(frame.slice(start..end)).await;
         frame = body.into_inner();
-        result?;
+        if result? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
     }
+    debug_assert_eq!(frame.len(), size);
     Ok(frame)
 }
