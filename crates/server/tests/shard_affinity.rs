@@ -8,6 +8,7 @@
 mod harness;
 
 use harness::http::{request, root_token};
+use harness::scenario::{self, Carrier};
 use harness::sdk::{id, name, read_back, root_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
@@ -29,9 +30,38 @@ fn payload(partition: u32, batch: u32, i: u32) -> String {
 async fn given_requests_to_partitions_of_both_shards_when_serving_should_move_and_lose_nothing() {
     let workdir = Workdir::new();
     let server = TestServer::start(&workdir, &ServerOptions::default());
+    let client = root_client(server.tcp()).await;
+    moves_and_loses_nothing(&server, &client).await;
+}
+
+#[tokio::test]
+async fn given_a_tls_connection_when_serving_should_move_with_its_tls_session() {
+    let workdir = Workdir::new();
+    let generated =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap();
+    let cert = workdir.path().join("cert.pem");
+    let key = workdir.path().join("key.pem");
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.key_pair.serialize_pem()).unwrap();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let options = ServerOptions {
+        config_file: Some(format!(
+            "[tcp.tls]\nenabled = true\nself_signed = false\ncert_file = \"{cert}\"\nkey_file = \"{key}\"\n"
+        )),
+        ..ServerOptions::default()
+    };
+    let server = TestServer::start(&workdir, &options);
+    let carrier = Carrier::TcpTls(server.tcp(), cert.to_owned());
+    let client = scenario::connect(&carrier).await;
+    moves_and_loses_nothing(&server, &client).await;
+}
+
+/// Sends runs of batches to each partition in turn, reads them back, stores
+/// offsets and logs out, checking that the connection moved at least once.
+async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
     let http = server.address("http").expect("HTTP is served");
     let token = root_token(http);
-    let client = root_client(server.tcp()).await;
     client.create_stream("s").await.unwrap();
     client
         .create_topic(
@@ -71,15 +101,7 @@ async fn given_requests_to_partitions_of_both_shards_when_serving_should_move_an
 
     // Polls and offsets follow it; every message is there once, in order.
     for partition in (0..PARTITIONS).rev() {
-        let polled = read_back(
-            &client,
-            "s",
-            "t",
-            partition,
-            PollingStrategy::offset(0),
-            100,
-        )
-        .await;
+        let polled = read_back(client, "s", "t", partition, PollingStrategy::offset(0), 100).await;
         let got: Vec<String> = polled
             .messages
             .iter()

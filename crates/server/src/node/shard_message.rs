@@ -21,13 +21,14 @@ pub enum ShardMessage {
     AdoptTcp {
         stream: std::net::TcpStream,
         peer: SocketAddr,
-        tls: Option<compio::tls::TlsAcceptor>,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     },
-    /// A plaintext TCP connection another shard moved here between two
-    /// requests, with its session (`session::moving`).
+    /// A TCP connection another shard moved here between two requests, with
+    /// its session (`session::moving`) and, for TLS, its TLS session.
     ResumeTcp {
         stream: std::net::TcpStream,
         moved: super::moved::MovedSession,
+        tls: Option<Box<rustls::ServerConnection>>,
     },
     /// A WebSocket connection accepted on shard 0, before its upgrade (and,
     /// with `tls`, before its TLS handshake).

@@ -282,8 +282,8 @@ async fn shard_main(start: ShardStart) -> Option<String> {
             ShardMessage::AdoptTcp { stream, peer, tls } => {
                 transport::tcp::adopt(&shard, stream, peer, tls)
             }
-            ShardMessage::ResumeTcp { stream, moved } => {
-                transport::tcp::resume(&shard, stream, moved)
+            ShardMessage::ResumeTcp { stream, moved, tls } => {
+                transport::tcp::resume(&shard, stream, moved, tls)
             }
             ShardMessage::AdoptWebSocket {
                 stream,

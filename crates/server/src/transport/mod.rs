@@ -6,8 +6,8 @@
 //!
 //! | transport | served on |
 //! |---|---|
-//! | TCP | accepted on shard 0, handed to shards round-robin; plaintext connections then move to their partitions' shard |
-//! | TCP + TLS | accepted on shard 0, handed to shards round-robin before the handshake |
+//! | TCP | accepted on shard 0, handed to shards round-robin; then moved to their partitions' shard |
+//! | TCP + TLS | accepted on shard 0, handed to shards round-robin before the handshake; then moved like plaintext (`tls_conn`) |
 //! | WebSocket | accepted on shard 0, handed to shards round-robin |
 //! | WebSocket + TLS | accepted on shard 0, handed to shards round-robin before the handshake |
 //! | QUIC | shard 0 |
@@ -20,10 +20,12 @@
 pub mod quic;
 pub mod tcp;
 pub mod tls;
+pub mod tls_conn;
 pub mod websocket;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -46,7 +48,8 @@ pub struct BoundAddresses {
 
 /// Bound sockets with what serving them needs, handed to shard 0.
 pub struct Listeners {
-    tcp: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
+    /// The TCP socket and, for TLS, its server configuration.
+    tcp: Option<(std::net::TcpListener, Option<Arc<rustls::ServerConfig>>)>,
     /// The HTTP API's socket and, for HTTPS, its TLS acceptor.
     http: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
     websocket: Option<(std::net::TcpListener, WsLimits, Option<TlsAcceptor>)>,
@@ -62,10 +65,14 @@ fn bind_tcp(name: &str, key: &str, address: SocketAddr) -> anyhow::Result<std::n
     Ok(listener)
 }
 
-fn listener_tls(key: &str, tls: &ListenerTlsConfig, alpn: &[&[u8]]) -> anyhow::Result<TlsAcceptor> {
+fn listener_tls(
+    key: &str,
+    tls: &ListenerTlsConfig,
+    alpn: &[&[u8]],
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let source = CertSource::listener(tls.self_signed, &tls.cert_file, &tls.key_file);
     let identity = source.identity().context(key.to_owned())?;
-    Ok(TlsAcceptor::from(tls::server_config(identity, alpn)?))
+    tls::server_config(identity, alpn)
 }
 
 /// Binds every enabled transport.
@@ -101,7 +108,8 @@ pub fn bind(config: &ServerConfig) -> anyhow::Result<(Listeners, BoundAddresses)
             .tls
             .enabled
             .then(|| listener_tls("websocket.tls", &ws.tls, &[]))
-            .transpose()?;
+            .transpose()?
+            .map(TlsAcceptor::from);
         Some((listener, ws_limits(config), tls))
     } else {
         info!("WebSocket listener disabled by configuration (websocket.enabled = false)");

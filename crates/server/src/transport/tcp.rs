@@ -11,11 +11,12 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
 use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
-use compio::tls::TlsAcceptor;
+use rustls::{ServerConfig, ServerConnection};
 use tracing::{debug, info, warn};
 
 use protocol::header::{HEADER_SIZE, frame_size};
@@ -26,16 +27,18 @@ use crate::node::shard_message::ShardMessage;
 use crate::session::moving::MovedSession;
 use crate::session::{self, Transport};
 
+use super::tls_conn::TlsConn;
+
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
 /// with `tls`, every connection is terminated on the shard that serves it.
-pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<TlsAcceptor>) {
+pub fn serve(shard: &Rc<Shard>, listener: std::net::TcpListener, tls: Option<Arc<ServerConfig>>) {
     match TcpListener::from_std(listener) {
         Ok(listener) => compio::runtime::spawn(accept_loop(listener, shard.clone(), tls)).detach(),
         Err(e) => tracing::error!("cannot serve the TCP listener: {e}"),
     }
 }
 
-async fn accept_loop(listener: TcpListener, shard: Rc<Shard>, tls: Option<TlsAcceptor>) {
+async fn accept_loop(listener: TcpListener, shard: Rc<Shard>, tls: Option<Arc<ServerConfig>>) {
     while let Some((stream, peer)) = shard.next_connection(&listener, "TCP").await {
         let handed = tls.clone();
         let adopt = |stream| ShardMessage::AdoptTcp {
@@ -47,41 +50,6 @@ async fn accept_loop(listener: TcpListener, shard: Rc<Shard>, tls: Option<TlsAcc
             start(&shard, stream, peer, tls.clone());
         }
     }
-}
-
-/// Serves a new connection on this shard: plaintext at once, TLS once its
-/// handshake completes.
-fn start(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: Option<TlsAcceptor>) {
-    match tls {
-        Some(tls) => spawn_tls(shard, stream, peer, tls),
-        None => spawn_connection(shard, stream, Start::New(peer)),
-    }
-}
-
-fn spawn_tls(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: TlsAcceptor) {
-    let shard = shard.clone();
-    compio::runtime::spawn(async move {
-        let _open = shard.connection_guard();
-        let _counted = shard.ctx.open_connection();
-        // A reply leaves as TLS records written one after another; with
-        // Nagle's algorithm the last, short one would wait for the client's
-        // delayed ACK (40 ms on Linux). Plaintext replies are one write.
-        let _ = stream.set_nodelay(true);
-        let fd = stream.as_raw_fd();
-        let handshake =
-            compio::time::timeout(shard.ctx.limits.handshake_grace, tls.accept(stream)).await;
-        let mut stream = match handshake {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
-            Err(_) => return debug!(%peer, "TLS handshake timed out"),
-        };
-        let liveness = Liveness::encrypted(fd);
-        match serve_stream(&shard, &mut stream, peer, Transport::Tcp, liveness).await {
-            Ok(()) => debug!(%peer, "TLS connection closed"),
-            Err(e) => info!(%peer, "TLS connection closed: {e}"),
-        }
-    })
-    .detach();
 }
 
 /// Duplicates the socket's descriptor so another shard's runtime can own it.
@@ -99,7 +67,7 @@ pub fn adopt(
     shard: &Rc<Shard>,
     stream: std::net::TcpStream,
     peer: SocketAddr,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<ServerConfig>>,
 ) {
     match TcpStream::from_std(stream) {
         Ok(stream) => start(shard, stream, peer, tls),
@@ -108,9 +76,23 @@ pub fn adopt(
 }
 
 /// Takes over a connection another shard moved here (`session::moving`).
-pub fn resume(shard: &Rc<Shard>, stream: std::net::TcpStream, moved: MovedSession) {
+pub fn resume(
+    shard: &Rc<Shard>,
+    stream: std::net::TcpStream,
+    moved: MovedSession,
+    tls: Option<Box<ServerConnection>>,
+) {
     match TcpStream::from_std(stream) {
-        Ok(stream) => spawn_connection(shard, stream, Start::Moved(moved)),
+        Ok(stream) => {
+            let connection = Connection::assemble(stream, tls);
+            let shard = shard.clone();
+            compio::runtime::spawn(async move {
+                let _open = shard.connection_guard();
+                let _counted = shard.ctx.open_connection();
+                serve_connection(&shard, connection, Start::Moved(moved)).await;
+            })
+            .detach();
+        }
         Err(e) => {
             warn!(peer = %moved.peer, "cannot take over a moved connection: {e}");
             // Ends the session here as a closed connection would.
@@ -119,69 +101,139 @@ pub fn resume(shard: &Rc<Shard>, stream: std::net::TcpStream, moved: MovedSessio
     }
 }
 
-/// How a plaintext connection's session begins on this shard.
+/// A client's TCP connection, plaintext or TLS.
+enum Connection {
+    Plain(TcpStream),
+    Tls(Box<TlsConn>),
+}
+
+impl Connection {
+    fn assemble(stream: TcpStream, tls: Option<Box<ServerConnection>>) -> Connection {
+        match tls {
+            None => Connection::Plain(stream),
+            Some(session) => Connection::Tls(Box::new(TlsConn::resume(stream, *session))),
+        }
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Connection::Plain(stream) => stream,
+            Connection::Tls(tls) => tls.tcp(),
+        }
+    }
+
+    fn liveness(&self) -> impl FnOnce(Rc<std::cell::Cell<std::time::Instant>>) -> Liveness {
+        let fd = self.tcp().as_raw_fd();
+        let plain = matches!(self, Connection::Plain(_));
+        move |last_request| {
+            if plain {
+                Liveness::plain(fd)(last_request)
+            } else {
+                Liveness::encrypted(fd)(last_request)
+            }
+        }
+    }
+}
+
+/// How a connection's session begins on this shard.
 enum Start {
     New(SocketAddr),
     Moved(MovedSession),
 }
 
-fn spawn_connection(shard: &Rc<Shard>, stream: TcpStream, start: Start) {
+/// Serves a new connection on this shard: plaintext at once, TLS once its
+/// handshake completes (within `message_bus.handshake_grace`).
+fn start(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: Option<Arc<ServerConfig>>) {
     let shard = shard.clone();
     compio::runtime::spawn(async move {
         let _open = shard.connection_guard();
         let _counted = shard.ctx.open_connection();
-        let mut arrived = matches!(start, Start::Moved(_));
-        let mut session = match start {
-            Start::New(peer) => {
-                debug!(%peer, shard = shard.id, "TCP connection opened");
-                session::Session::new(shard.clone(), Transport::Tcp, peer)
+        let connection = match tls {
+            None => Connection::Plain(stream),
+            Some(config) => {
+                // A reply leaves as TLS records; with Nagle's algorithm the
+                // last, short one would wait for the client's delayed ACK
+                // (40 ms on Linux). Plaintext replies are one write.
+                let _ = stream.set_nodelay(true);
+                let grace = shard.ctx.limits.handshake_grace;
+                match compio::time::timeout(grace, TlsConn::accept(stream, config)).await {
+                    Ok(Ok(tls)) => Connection::Tls(Box::new(tls)),
+                    Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
+                    Err(_) => return debug!(%peer, "TLS handshake timed out"),
+                }
             }
-            Start::Moved(moved) => session::Session::resume(shard.clone(), moved),
         };
-        let mut stream = stream;
-        loop {
-            let (connection_id, peer) = (session.connection_id, session.peer);
-            let liveness = Liveness::plain(stream.as_raw_fd());
-            shard
-                .node
-                .liveness
-                .track(connection_id, liveness(session.last_request.clone()));
-            if std::mem::take(&mut arrived) && !shard.node.session_alive(session.bound) {
-                shard.node.liveness.untrack(connection_id);
-                return info!(%peer, "closing a moved connection whose session ended meanwhile");
-            }
-            let ended = serve_frames(&shard, &mut stream, session, true, usize::MAX).await;
-            shard.node.liveness.untrack(connection_id);
-            match ended {
-                Ok(Ended::Closed) => return debug!(%peer, "TCP connection closed"),
-                Err(e) => return info!(%peer, "TCP connection closed: {e}"),
-                Ok(Ended::Moving {
-                    target,
-                    session: moving,
-                }) => match move_connection(&shard, &stream, target, moving) {
-                    None => return debug!(%peer, target, "TCP connection moved"),
-                    // The other shard cannot take it now: serve on.
-                    Some(staying) => session = staying,
-                },
-            }
-        }
+        serve_connection(&shard, connection, Start::New(peer)).await;
     })
     .detach();
 }
 
+/// Serves a connection's frames on this shard, moving it to another when
+/// its requests go there (`session::moving`).
+async fn serve_connection(shard: &Rc<Shard>, connection: Connection, start: Start) {
+    let mut arrived = matches!(start, Start::Moved(_));
+    let mut session = match start {
+        Start::New(peer) => {
+            debug!(%peer, shard = shard.id, "TCP connection opened");
+            session::Session::new(shard.clone(), Transport::Tcp, peer)
+        }
+        Start::Moved(moved) => session::Session::resume(shard.clone(), moved),
+    };
+    let mut connection = connection;
+    loop {
+        let (connection_id, peer) = (session.connection_id, session.peer);
+        shard.node.liveness.track(
+            connection_id,
+            connection.liveness()(session.last_request.clone()),
+        );
+        if std::mem::take(&mut arrived) && !shard.node.session_alive(session.bound) {
+            shard.node.liveness.untrack(connection_id);
+            return info!(%peer, "closing a moved connection whose session ended meanwhile");
+        }
+        let ended = match &mut connection {
+            Connection::Plain(stream) => serve_frames(shard, stream, session).await,
+            Connection::Tls(stream) => serve_frames(shard, stream, session).await,
+        };
+        shard.node.liveness.untrack(connection_id);
+        match ended {
+            Ok(Ended::Closed) => return debug!(%peer, "TCP connection closed"),
+            Err(e) => return info!(%peer, "TCP connection closed: {e}"),
+            Ok(Ended::Moving {
+                target,
+                session: moving,
+            }) => match move_connection(shard, connection, target, moving) {
+                None => return debug!(%peer, target, "TCP connection moved"),
+                // The other shard cannot take it now: serve on.
+                Some((staying, kept)) => (connection, session) = (staying, kept),
+            },
+        }
+    }
+}
+
 /// Hands a connection, between two requests, to shard `target` with its
-/// session's state; gives the session back when that shard cannot take it.
+/// session's state (and TLS session); gives both back when that shard
+/// cannot take them, or when a TLS connection holds bytes not yet read.
 fn move_connection(
     shard: &Rc<Shard>,
-    stream: &TcpStream,
+    connection: Connection,
     target: usize,
     session: session::Session,
-) -> Option<session::Session> {
-    let copy = match duplicate(stream) {
+) -> Option<(Connection, session::Session)> {
+    let (stream, tls) = match connection {
+        Connection::Plain(stream) => (stream, None),
+        Connection::Tls(mut tls) => {
+            if !tls.is_idle() {
+                return Some((Connection::Tls(tls), session));
+            }
+            let (stream, tls) = (*tls).into_parts();
+            (stream, Some(Box::new(tls)))
+        }
+    };
+    let copy = match duplicate(&stream) {
         Ok(copy) => copy,
         Err(e) => {
             debug!(peer = %session.peer, "cannot duplicate a connection to move it: {e}");
-            return Some(session);
+            return Some((Connection::assemble(stream, tls), session));
         }
     };
     let moved = session.into_moved();
@@ -190,36 +242,19 @@ fn move_connection(
         ShardMessage::ResumeTcp {
             stream: copy,
             moved,
+            tls,
         },
     ) {
         Ok(()) => {
             shard.ctx.metrics.connection_moved();
             None
         }
-        Err(ShardMessage::ResumeTcp { moved, .. }) => {
-            Some(session::Session::resume(shard.clone(), moved))
-        }
+        Err(ShardMessage::ResumeTcp { moved, tls, .. }) => Some((
+            Connection::assemble(stream, tls),
+            session::Session::resume(shard.clone(), moved),
+        )),
         Err(_) => unreachable!("try_send returns the message it was given"),
     }
-}
-
-/// Serves one connection's session over a byte stream of frames.
-pub async fn serve_stream<S: AsyncRead + AsyncWrite>(
-    shard: &Rc<Shard>,
-    stream: &mut S,
-    peer: SocketAddr,
-    transport: Transport,
-    liveness: impl FnOnce(Rc<std::cell::Cell<std::time::Instant>>) -> Liveness,
-) -> std::io::Result<()> {
-    let session = session::Session::new(shard.clone(), transport, peer);
-    let connection_id = session.connection_id;
-    shard
-        .node
-        .liveness
-        .track(connection_id, liveness(session.last_request.clone()));
-    let result = serve_frames(shard, stream, session, false, WRAPPED_READ_CHUNK).await;
-    shard.node.liveness.untrack(connection_id);
-    result.map(|_| ())
 }
 
 /// How a connection's frame loop ended.
@@ -232,27 +267,17 @@ enum Ended {
     },
 }
 
-/// The most a read from a wrapped (TLS) stream asks for. Such a stream
-/// zero-fills the uninitialised part of the buffer it is given before every
-/// read and then returns one record (at most 16 KiB), so asking for a whole
-/// 1 MB body at once zero-filled about 32 MB per frame. Plaintext reads go
-/// to the kernel as one read of the whole body.
-const WRAPPED_READ_CHUNK: usize = 16 * 1024;
-
-/// Serves frames until the connection closes or, with `may_move`, until
-/// its session should move to another shard (`session::moving`). Body
-/// reads ask for at most `read_chunk` bytes at a time.
+/// Serves frames until the connection closes or until its session should
+/// move to another shard (`session::moving`).
 async fn serve_frames<S: AsyncRead + AsyncWrite>(
     shard: &Rc<Shard>,
     stream: &mut S,
     mut session: session::Session,
-    may_move: bool,
-    read_chunk: usize,
 ) -> std::io::Result<Ended> {
     let frame_max = shard.ctx.frame_max_bytes;
     let frame_timeout = shard.ctx.limits.frame_timeout;
     loop {
-        let Some(frame) = read_frame(stream, frame_max, frame_timeout, read_chunk).await? else {
+        let Some(frame) = read_frame(stream, frame_max, frame_timeout).await? else {
             return Ok(Ended::Closed);
         };
         let reply = session.handle(frame).await;
@@ -265,7 +290,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         if stop || shard.ctx.is_stopping() {
             return Ok(Ended::Closed);
         }
-        if may_move && let Some(target) = session.move_target() {
+        if let Some(target) = session.move_target() {
             return Ok(Ended::Moving { target, session });
         }
     }
@@ -278,7 +303,6 @@ async fn read_frame<S: AsyncRead>(
     stream: &mut S,
     frame_max: usize,
     frame_timeout: std::time::Duration,
-    read_chunk: usize,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let header = Vec::with_capacity(HEADER_SIZE);
     let BufResult(result, header) = stream.read(header.slice(..HEADER_SIZE)).await;
@@ -286,7 +310,7 @@ async fn read_frame<S: AsyncRead>(
     if result? == 0 {
         return Ok(None);
     }
-    let rest = read_rest(stream, frame, frame_max, read_chunk);
+    let rest = read_rest(stream, frame, frame_max);
     match compio::time::timeout(frame_timeout, rest).await {
         Ok(result) => result.map(Some),
         Err(_) => Err(std::io::Error::new(
@@ -301,7 +325,6 @@ async fn read_rest<S: AsyncRead>(
     stream: &mut S,
     mut frame: Vec<u8>,
     frame_max: usize,
-    read_chunk: usize,
 ) -> std::io::Result<Vec<u8>> {
     if frame.len() < HEADER_SIZE {
         let have = frame.len();
@@ -318,9 +341,8 @@ async fn read_rest<S: AsyncRead>(
     }
     frame.reserve_exact(size - frame.len());
     while frame.len() < size {
-        let end = size.min(frame.len().saturating_add(read_chunk));
         let start = frame.len();
-        let BufResult(result, body) = stream.read(frame.slice(start..end)).await;
+        let BufResult(result, body) = stream.read(frame.slice(start..size)).await;
         frame = body.into_inner();
         if result? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
