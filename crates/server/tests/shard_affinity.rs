@@ -136,6 +136,37 @@ async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
         assert_eq!(stored.stored_offset, 5);
     }
 
+    // A batch larger than a TLS session buffers (64 KiB) goes in and comes
+    // back whole.
+    let big: Vec<String> = (0..300)
+        .map(|i| format!("{i:04}{}", "x".repeat(996)))
+        .collect();
+    let mut messages: Vec<IggyMessage> = big.iter().map(|p| IggyMessage::from(p.clone())).collect();
+    client
+        .send_messages(
+            &name("s"),
+            &name("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .unwrap();
+    let polled = read_back(
+        client,
+        "s",
+        "t",
+        0,
+        PollingStrategy::offset(u64::from(BATCHES * 3)),
+        1000,
+    )
+    .await;
+    let got: Vec<String> = polled
+        .messages
+        .iter()
+        .map(|m| String::from_utf8(m.payload.to_vec()).unwrap())
+        .collect();
+    assert_eq!(got, big);
+
     // Still one connection, one client, whatever it moved through.
     let metrics = request(http, "GET", "/metrics", Some(&token), None).text();
     assert_eq!(metric(&metrics, "iggy_connections{transport=\"tcp\"}"), 1.0);

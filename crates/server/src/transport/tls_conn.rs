@@ -20,6 +20,10 @@ use rustls::{ServerConfig, ServerConnection};
 /// Ciphertext asked of the socket per read: four full records.
 const RECEIVE_BYTES: usize = 64 * 1024;
 
+/// Sealed bytes the session holds before they are sent: a reply larger
+/// than this goes out in writes of about this size.
+const SEND_BYTES: usize = 1024 * 1024;
+
 /// A TLS session on a TCP connection.
 pub struct TlsConn {
     tcp: TcpStream,
@@ -52,7 +56,8 @@ impl TlsConn {
     }
 
     /// Goes on with a session established elsewhere (`into_parts`).
-    pub fn resume(tcp: TcpStream, session: ServerConnection) -> TlsConn {
+    pub fn resume(tcp: TcpStream, mut session: ServerConnection) -> TlsConn {
+        session.set_buffer_limit(Some(SEND_BYTES));
         TlsConn {
             tcp,
             session,
@@ -126,8 +131,24 @@ impl TlsConn {
         Ok(())
     }
 
-    fn seal(&mut self, plaintext: &[u8]) -> io::Result<()> {
-        io::Write::write_all(&mut self.session.writer(), plaintext)
+    /// Seals `plaintext`, sending records whenever the session holds
+    /// `SEND_BYTES` of them.
+    async fn seal(&mut self, plaintext: &[u8]) -> io::Result<()> {
+        let mut rest = plaintext;
+        while !rest.is_empty() {
+            let taken = io::Write::write(&mut self.session.writer(), rest)?;
+            if taken == 0 {
+                if !self.session.wants_write() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the TLS session takes no more plaintext",
+                    ));
+                }
+                self.send_pending().await?;
+            }
+            rest = &rest[taken..];
+        }
+        Ok(())
     }
 }
 
@@ -172,7 +193,7 @@ impl AsyncRead for TlsConn {
 impl AsyncWrite for TlsConn {
     async fn write<T: IoBuf>(&mut self, buf: T) -> BufResult<usize, T> {
         let len = buf.as_init().len();
-        if let Err(e) = self.seal(buf.as_init()) {
+        if let Err(e) = self.seal(buf.as_init()).await {
             return BufResult(Err(e), buf);
         }
         let result = self.send_pending().await.map(|()| len);
@@ -183,7 +204,7 @@ impl AsyncWrite for TlsConn {
         let mut len = 0;
         let mut sealed = Ok(());
         for part in buf.iter_slice() {
-            sealed = self.seal(part);
+            sealed = self.seal(part).await;
             if sealed.is_err() {
                 break;
             }
