@@ -1,5 +1,5 @@
-//! Moving a plaintext TCP connection to the shard that owns the partition
-//! it uses.
+//! Moving a TCP connection (plaintext or TLS) to the shard that owns the
+//! partition it uses.
 //!
 //! A request for a partition another shard owns hops there and back (two
 //! inbox messages and, when that shard sleeps, two wake-ups). For small
@@ -11,8 +11,10 @@
 //! there, between two requests: the session's state (its binding, its
 //! client-table entry, the session it attached to) goes with a duplicate
 //! of the socket, and that shard serves the next request. A connection
-//! that spreads its requests over shards stays where it is. Connections
-//! with framing state in user space (TLS, WebSocket, QUIC) never move.
+//! that spreads its requests over shards stays where it is. A TLS
+//! connection carries its rustls session along (`transport::tls_conn`);
+//! WebSocket and QUIC connections, whose framing state lives in their
+//! libraries, never move.
 
 use std::cell::Cell;
 

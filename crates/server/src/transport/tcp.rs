@@ -1,7 +1,7 @@
 //! TCP: the listener on shard 0, round-robin hand-off of accepted sockets to
-//! shards (a TLS connection's handshake runs on the shard it is handed to),
-//! and the per-connection frame loop (shared with every byte-stream
-//! transport).
+//! shards (a TLS connection's handshake runs on the shard it is handed to,
+//! `tls_conn`), the per-connection frame loop, and the move of a connection,
+//! TLS or not, to the shard its requests go to (`session::moving`).
 //!
 //! Frames are read whole (256-byte header, then `size - 256` body bytes) into
 //! one buffer that the session decodes in place. A frame whose declared size
