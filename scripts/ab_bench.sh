@@ -29,7 +29,10 @@
 # the default; BATCHES=5000 makes the pair workload the 10 GB sustained run.
 # $RATE (for example 300MB/s) caps each producer's rate (iggy-bench
 # --rate-limit) in the pair, fsync and 100-message workloads, so both
-# servers are offered the same load and their latencies compare. Prints one line per run: iggy-bench's `total` line, then the
+# servers are offered the same load and their latencies compare. TLS=1 turns
+# on TLS on both servers' TCP listeners (their ephemeral self-signed
+# certificates) and runs iggy-bench with --tls --tls-no-verify.
+# Prints one line per run: iggy-bench's `total` line, then the
 # server's CPU seconds during the run and per GB of message data moved
 # (outside --reference mode the consumer run seeds its own streams first,
 # so its CPU includes that produce).
@@ -58,6 +61,12 @@ if [ "$reference" = 1 ]; then
     reuse=--reuse-streams
 fi
 mkdir -p "$workdir"
+tls_flags=""
+tls_env=false
+if [ "${TLS:-0}" = 1 ]; then
+    tls_flags="--tls --tls-no-verify"
+    tls_env=true
+fi
 
 stop() {
     if [ -f "$workdir/pid" ]; then
@@ -106,7 +115,7 @@ start() {
             if [ -n "${REF_CONFIG:-}" ]; then
                 export IGGY_CONFIG_PATH=$REF_CONFIG
             fi
-            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tls_env \
                 IGGY_TCP_ADDRESS=$address IGGY_SYSTEM_PATH="$workdir/local_data" \
                 IGGY_HTTP_ENABLED=true IGGY_HTTP_ADDRESS=$ref_http \
                 IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
@@ -117,7 +126,7 @@ start() {
         cp "$1" "$workdir/iggy-server"
         (
             cd "$workdir"
-            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tls_env \
                 IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
                 IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0 \
                 nohup ./iggy-server --fresh > server.log 2>&1 &
@@ -179,7 +188,7 @@ run() {
     local gb=$1 before after
     shift
     before=$(server_ticks)
-    if "$bench" "$@" $reuse --server-address "$address" --username iggy --password iggy \
+    if "$bench" "$@" $reuse $tls_flags --server-address "$address" --username iggy --password iggy \
         --quiet > "$workdir/bench.log" 2>&1 && grep -q total "$workdir/bench.log"; then
         after=$(server_ticks)
         echo "$(grep total "$workdir/bench.log") | $(awk -v t=$((after - before)) \
