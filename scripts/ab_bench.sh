@@ -32,6 +32,8 @@
 # servers are offered the same load and their latencies compare. TLS=1 turns
 # on TLS on both servers' TCP listeners (their ephemeral self-signed
 # certificates) and runs iggy-bench with --tls --tls-no-verify.
+# TRANSPORT=websocket runs iggy-bench over WebSocket (both servers listen on
+# 127.0.0.1:18192; with TLS=1, WebSocket over TLS) instead of TCP.
 # Prints one line per run: iggy-bench's `total` line, then the
 # server's CPU seconds during the run and per GB of message data moved
 # (outside --reference mode the consumer run seeds its own streams first,
@@ -67,6 +69,27 @@ if [ "${TLS:-0}" = 1 ]; then
     tls_flags="--tls --tls-no-verify"
     tls_env=true
 fi
+# Where iggy-bench connects, and the TLS switches of the listener it uses.
+bench_address=$address
+tcp_tls=$tls_env
+ws_enabled=false
+ws_address=127.0.0.1:0
+ws_tls=false
+case "${TRANSPORT:-tcp}" in
+    tcp) ;;
+    websocket)
+        ws_enabled=true
+        ws_address=127.0.0.1:18192
+        bench_address=$ws_address
+        tcp_tls=false
+        ws_tls=$tls_env
+        tls_flags="--transport websocket $tls_flags"
+        ;;
+    *)
+        echo "TRANSPORT must be tcp or websocket" >&2
+        exit 2
+        ;;
+esac
 
 stop() {
     if [ -f "$workdir/pid" ]; then
@@ -115,10 +138,11 @@ start() {
             if [ -n "${REF_CONFIG:-}" ]; then
                 export IGGY_CONFIG_PATH=$REF_CONFIG
             fi
-            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tls_env \
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tcp_tls \
                 IGGY_TCP_ADDRESS=$address IGGY_SYSTEM_PATH="$workdir/local_data" \
                 IGGY_HTTP_ENABLED=true IGGY_HTTP_ADDRESS=$ref_http \
-                IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
+                IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=$ws_enabled \
+                IGGY_WEBSOCKET_ADDRESS=$ws_address IGGY_WEBSOCKET_TLS_ENABLED=$ws_tls \
                 nohup ./iggy-ref-server --fresh > server.log 2>&1 &
             echo $! > pid
         )
@@ -126,9 +150,10 @@ start() {
         cp "$1" "$workdir/iggy-server"
         (
             cd "$workdir"
-            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tls_env \
+            IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tcp_tls \
                 IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
-                IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0 \
+                IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=$ws_address \
+                IGGY_WEBSOCKET_TLS_ENABLED=$ws_tls \
                 nohup ./iggy-server --fresh > server.log 2>&1 &
             echo $! > pid
         )
@@ -188,7 +213,7 @@ run() {
     local gb=$1 before after
     shift
     before=$(server_ticks)
-    if "$bench" "$@" $reuse $tls_flags --server-address "$address" --username iggy --password iggy \
+    if "$bench" "$@" $reuse $tls_flags --server-address "$bench_address" --username iggy --password iggy \
         --quiet > "$workdir/bench.log" 2>&1 && grep -q total "$workdir/bench.log"; then
         after=$(server_ticks)
         echo "$(grep total "$workdir/bench.log") | $(awk -v t=$((after - before)) \
