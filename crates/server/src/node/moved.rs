@@ -1,4 +1,4 @@
-//! The per-shard state of a plaintext TCP connection that moves to
+//! The per-shard state of a TCP connection (plaintext or TLS) that moves to
 //! another shard between two requests (`session::moving` decides when):
 //! what leaves this shard with it and what the next shard takes in.
 
