@@ -136,9 +136,9 @@ async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
         assert_eq!(stored.stored_offset, 5);
     }
 
-    // A batch larger than a TLS session buffers (64 KiB) goes in and comes
-    // back whole.
-    let big: Vec<String> = (0..300)
+    // A batch larger than a TLS connection seals before it sends (1 MiB)
+    // goes in and comes back whole.
+    let big: Vec<String> = (0..1100)
         .map(|i| format!("{i:04}{}", "x".repeat(996)))
         .collect();
     let mut messages: Vec<IggyMessage> = big.iter().map(|p| IggyMessage::from(p.clone())).collect();
@@ -157,7 +157,7 @@ async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
         "t",
         0,
         PollingStrategy::offset(u64::from(BATCHES * 3)),
-        1000,
+        1100,
     )
     .await;
     let got: Vec<String> = polled
