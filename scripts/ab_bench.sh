@@ -33,7 +33,8 @@
 # on TLS on both servers' TCP listeners (their ephemeral self-signed
 # certificates) and runs iggy-bench with --tls --tls-no-verify.
 # TRANSPORT=websocket runs iggy-bench over WebSocket (both servers listen on
-# 127.0.0.1:18192; with TLS=1, WebSocket over TLS) instead of TCP.
+# 127.0.0.1:18192; with TLS=1, WebSocket over TLS) instead of TCP, and
+# TRANSPORT=quic over QUIC (127.0.0.1:18193).
 # Prints one line per run: iggy-bench's `total` line, then the
 # server's CPU seconds during the run and per GB of message data moved
 # (outside --reference mode the consumer run seeds its own streams first,
@@ -75,8 +76,17 @@ tcp_tls=$tls_env
 ws_enabled=false
 ws_address=127.0.0.1:0
 ws_tls=false
+quic_enabled=false
+quic_address=127.0.0.1:0
 case "${TRANSPORT:-tcp}" in
     tcp) ;;
+    quic)
+        quic_enabled=true
+        quic_address=127.0.0.1:18193
+        bench_address=$quic_address
+        tcp_tls=false
+        tls_flags="--transport quic"
+        ;;
     websocket)
         ws_enabled=true
         ws_address=127.0.0.1:18192
@@ -86,7 +96,7 @@ case "${TRANSPORT:-tcp}" in
         tls_flags="--transport websocket $tls_flags"
         ;;
     *)
-        echo "TRANSPORT must be tcp or websocket" >&2
+        echo "TRANSPORT must be tcp, websocket or quic" >&2
         exit 2
         ;;
 esac
@@ -141,7 +151,8 @@ start() {
             IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tcp_tls \
                 IGGY_TCP_ADDRESS=$address IGGY_SYSTEM_PATH="$workdir/local_data" \
                 IGGY_HTTP_ENABLED=true IGGY_HTTP_ADDRESS=$ref_http \
-                IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=$ws_enabled \
+                IGGY_QUIC_ENABLED=$quic_enabled IGGY_QUIC_ADDRESS=$quic_address \
+                IGGY_WEBSOCKET_ENABLED=$ws_enabled \
                 IGGY_WEBSOCKET_ADDRESS=$ws_address IGGY_WEBSOCKET_TLS_ENABLED=$ws_tls \
                 nohup ./iggy-ref-server --fresh > server.log 2>&1 &
             echo $! > pid
@@ -152,7 +163,7 @@ start() {
             cd "$workdir"
             IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tcp_tls \
                 IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
-                IGGY_QUIC_ADDRESS=127.0.0.1:0 IGGY_WEBSOCKET_ADDRESS=$ws_address \
+                IGGY_QUIC_ADDRESS=$quic_address IGGY_WEBSOCKET_ADDRESS=$ws_address \
                 IGGY_WEBSOCKET_TLS_ENABLED=$ws_tls \
                 nohup ./iggy-server --fresh > server.log 2>&1 &
             echo $! > pid
