@@ -32,27 +32,36 @@ pub async fn connect(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> {
         })?
 }
 
+/// Applies the plan's TLS settings to a TCP or WebSocket client builder
+/// (two SDK types with the same methods).
+macro_rules! with_tls {
+    ($builder:expr, $tls:expr) => {{
+        let mut builder = $builder;
+        if let Some(tls) = &$tls {
+            builder = builder
+                .with_tls_enabled(true)
+                .with_tls_domain(tls.domain.clone())
+                .with_tls_validate_certificate(tls.verify);
+            if let Some(ca) = &tls.ca_file {
+                builder = builder.with_tls_ca_file(ca.clone());
+            }
+        }
+        builder
+    }};
+}
+
 async fn connect_and_login(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> {
     let address = plan.address.clone();
     let retries = Some(CONNECT_RETRIES);
     let builder = IggyClient::builder();
     let client = match plan.transport {
         Transport::Tcp => {
-            let mut tcp = builder
+            let tcp = builder
                 .with_tcp()
                 .with_server_address(address)
                 .with_no_delay()
                 .with_reconnection_max_retries(retries);
-            if let Some(tls) = &plan.tls {
-                tcp = tcp
-                    .with_tls_enabled(true)
-                    .with_tls_domain(tls.domain.clone())
-                    .with_tls_validate_certificate(tls.verify);
-                if let Some(ca) = &tls.ca_file {
-                    tcp = tcp.with_tls_ca_file(ca.clone());
-                }
-            }
-            tcp.build()
+            with_tls!(tcp, plan.tls).build()
         }
         Transport::Http => builder.with_http().with_api_url(address).build(),
         Transport::Quic => builder
@@ -61,20 +70,11 @@ async fn connect_and_login(plan: &ConnectionPlan) -> anyhow::Result<IggyClient> 
             .with_reconnection_max_retries(retries)
             .build(),
         Transport::WebSocket => {
-            let mut ws = builder
+            let ws = builder
                 .with_websocket()
                 .with_server_address(address)
                 .with_reconnection_max_retries(retries);
-            if let Some(tls) = &plan.tls {
-                ws = ws
-                    .with_tls_enabled(true)
-                    .with_tls_domain(tls.domain.clone())
-                    .with_tls_validate_certificate(tls.verify);
-                if let Some(ca) = &tls.ca_file {
-                    ws = ws.with_tls_ca_file(ca.clone());
-                }
-            }
-            ws.build()
+            with_tls!(ws, plan.tls).build()
         }
     }
     .with_context(|| format!("cannot configure a {:?} client", plan.transport))?;
