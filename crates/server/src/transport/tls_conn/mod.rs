@@ -227,3 +227,6 @@ impl AsyncWrite for TlsConn {
         self.tcp.shutdown().await
     }
 }
+
+#[cfg(test)]
+mod tests;
