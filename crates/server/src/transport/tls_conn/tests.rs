@@ -19,6 +19,14 @@ use crate::transport::tls::{Identity, server_config};
 /// connection seals before it sends.
 const REQUEST: usize = 70_000;
 const REPLY: usize = 1_500_000;
+/// Pipelined requests are small and written at once, so that one record
+/// holds both: the first cannot be read without the second's decrypted
+/// bytes waiting behind it.
+const PIPELINED: usize = 100;
+
+fn request_len(pipelined: bool) -> usize {
+    if pipelined { PIPELINED } else { REQUEST }
+}
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -56,31 +64,35 @@ fn client(
         let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
         let socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         let mut tls = rustls::StreamOwned::new(connection, socket);
-        tls.write_all(&pattern(REQUEST, 1)).unwrap();
+        let len = request_len(pipelined);
         if pipelined {
-            tls.write_all(&pattern(REQUEST, 2)).unwrap();
+            let mut both = pattern(len, 1);
+            both.extend(pattern(len, 2));
+            tls.write_all(&both).unwrap();
+        } else {
+            tls.write_all(&pattern(len, 1)).unwrap();
         }
         tls.flush().unwrap();
         let mut reply = vec![0; REPLY];
         tls.read_exact(&mut reply).unwrap();
         if !pipelined {
-            tls.write_all(&pattern(REQUEST, 2)).unwrap();
+            tls.write_all(&pattern(len, 2)).unwrap();
             tls.flush().unwrap();
         }
-        let mut echo = vec![0; REQUEST];
+        let mut echo = vec![0; len];
         tls.read_exact(&mut echo).unwrap();
         (reply, echo)
     })
 }
 
-async fn read_request(conn: &mut TlsConn) -> Vec<u8> {
-    let BufResult(result, request) = conn.read_exact(Vec::with_capacity(REQUEST)).await;
+async fn read_request(conn: &mut TlsConn, len: usize) -> Vec<u8> {
+    let BufResult(result, request) = conn.read_exact(Vec::with_capacity(len)).await;
     result.unwrap();
     request
 }
 
-/// Serves one client: reads its first request, checks `is_idle` against
-/// `expect_idle`, moves the connection onto a duplicate socket when idle,
+/// Serves one client: reads its first request, checks `is_idle` (false
+/// only with the second request already read and decrypted), moves the connection onto a duplicate socket when idle,
 /// answers with a large reply, then echoes the second request.
 fn serve(pipelined: bool) {
     let (identity, cert) = identity();
@@ -93,7 +105,8 @@ fn serve(pipelined: bool) {
             let client = client(port, cert, pipelined);
             let (stream, _) = listener.accept().await.unwrap();
             let mut conn = TlsConn::accept(stream, config).await.unwrap();
-            assert_eq!(read_request(&mut conn).await, pattern(REQUEST, 1));
+            let len = request_len(pipelined);
+            assert_eq!(read_request(&mut conn, len).await, pattern(len, 1));
             assert_eq!(conn.is_idle(), !pipelined, "idle only with nothing unread");
             if conn.is_idle() {
                 let (stream, session) = conn.into_parts();
@@ -108,13 +121,13 @@ fn serve(pipelined: bool) {
             ];
             let BufResult(result, _) = conn.write_vectored_all(parts).await;
             result.unwrap();
-            let second = read_request(&mut conn).await;
-            assert_eq!(second, pattern(REQUEST, 2));
+            let second = read_request(&mut conn, len).await;
+            assert_eq!(second, pattern(len, 2));
             let BufResult(result, _) = conn.write_all(second).await;
             result.unwrap();
             let (got_reply, echo) = client.join().unwrap();
             assert!(got_reply == reply, "the reply arrives whole and in order");
-            assert_eq!(echo, pattern(REQUEST, 2));
+            assert_eq!(echo, pattern(len, 2));
         });
 }
 
