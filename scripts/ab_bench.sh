@@ -64,10 +64,11 @@ if [ "$reference" = 1 ]; then
     reuse=--reuse-streams
 fi
 mkdir -p "$workdir"
-tls_flags=""
+# iggy-bench's connection flags, and whether the listener it uses is TLS.
+client_flags=""
 tls_env=false
 if [ "${TLS:-0}" = 1 ]; then
-    tls_flags="--tls --tls-no-verify"
+    client_flags="--tls --tls-no-verify"
     tls_env=true
 fi
 # Where iggy-bench connects, and the TLS switches of the listener it uses.
@@ -85,7 +86,7 @@ case "${TRANSPORT:-tcp}" in
         quic_address=127.0.0.1:18193
         bench_address=$quic_address
         tcp_tls=false
-        tls_flags="--transport quic"
+        client_flags="--transport quic"
         ;;
     websocket)
         ws_enabled=true
@@ -93,7 +94,7 @@ case "${TRANSPORT:-tcp}" in
         bench_address=$ws_address
         tcp_tls=false
         ws_tls=$tls_env
-        tls_flags="--transport websocket $tls_flags"
+        client_flags="--transport websocket $client_flags"
         ;;
     *)
         echo "TRANSPORT must be tcp, websocket or quic" >&2
@@ -224,7 +225,7 @@ run() {
     local gb=$1 before after
     shift
     before=$(server_ticks)
-    if "$bench" "$@" $reuse $tls_flags --server-address "$bench_address" --username iggy --password iggy \
+    if "$bench" "$@" $reuse $client_flags --server-address "$bench_address" --username iggy --password iggy \
         --quiet > "$workdir/bench.log" 2>&1 && grep -q total "$workdir/bench.log"; then
         after=$(server_ticks)
         echo "$(grep total "$workdir/bench.log") | $(awk -v t=$((after - before)) \

@@ -50,6 +50,25 @@ impl Session {
         let connection_id = shard.ctx.next_client_id();
         shard.node.connection_opened(connection_id, transport, peer);
         shard.ctx.metrics.connection_opened(transport);
+        Self::serving(shard, transport, peer, connection_id)
+    }
+
+    /// A TCP session moved here from another shard (`moving`).
+    pub fn resume(shard: Rc<Shard>, mut moved: moving::MovedSession) -> Self {
+        shard.node.connection_arriving(&mut moved);
+        let mut session = Self::serving(shard, Transport::Tcp, moved.peer, moved.connection_id);
+        session.bound = moved.bound;
+        session.failed_logins = moved.failed_logins;
+        session
+    }
+
+    /// A session about to serve its next request on this shard.
+    fn serving(
+        shard: Rc<Shard>,
+        transport: Transport,
+        peer: SocketAddr,
+        connection_id: u64,
+    ) -> Self {
         Self {
             shard,
             transport,
@@ -57,22 +76,6 @@ impl Session {
             connection_id,
             bound: None,
             failed_logins: 0,
-            last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
-            affinity: moving::Affinity::default(),
-            moved: false,
-        }
-    }
-
-    /// A TCP session moved here from another shard (`moving`).
-    pub fn resume(shard: Rc<Shard>, mut moved: moving::MovedSession) -> Self {
-        shard.node.connection_arriving(&mut moved);
-        Self {
-            shard,
-            transport: Transport::Tcp,
-            peer: moved.peer,
-            connection_id: moved.connection_id,
-            bound: moved.bound,
-            failed_logins: moved.failed_logins,
             last_request: Rc::new(std::cell::Cell::new(std::time::Instant::now())),
             affinity: moving::Affinity::default(),
             moved: false,

@@ -115,22 +115,12 @@ impl Connection {
         }
     }
 
-    fn tcp(&self) -> &TcpStream {
+    /// What the heartbeat verifier watches: a TLS connection's frames are
+    /// wrapped, so it is only shut down.
+    fn liveness(&self, last_request: Rc<std::cell::Cell<std::time::Instant>>) -> Liveness {
         match self {
-            Connection::Plain(stream) => stream,
-            Connection::Tls(tls) => tls.tcp(),
-        }
-    }
-
-    fn liveness(&self) -> impl FnOnce(Rc<std::cell::Cell<std::time::Instant>>) -> Liveness {
-        let fd = self.tcp().as_raw_fd();
-        let plain = matches!(self, Connection::Plain(_));
-        move |last_request| {
-            if plain {
-                Liveness::plain(fd)(last_request)
-            } else {
-                Liveness::encrypted(fd)(last_request)
-            }
+            Connection::Plain(stream) => Liveness::plain(stream.as_raw_fd())(last_request),
+            Connection::Tls(tls) => Liveness::encrypted(tls.tcp().as_raw_fd())(last_request),
         }
     }
 }
@@ -184,7 +174,7 @@ async fn serve_connection(shard: &Rc<Shard>, connection: Connection, start: Star
         let (connection_id, peer) = (session.connection_id, session.peer);
         shard.node.liveness.track(
             connection_id,
-            connection.liveness()(session.last_request.clone()),
+            connection.liveness(session.last_request.clone()),
         );
         if std::mem::take(&mut arrived) && !shard.node.session_alive(session.bound) {
             shard.node.liveness.untrack(connection_id);
@@ -310,8 +300,7 @@ async fn read_frame<S: AsyncRead>(
     if result? == 0 {
         return Ok(None);
     }
-    let rest = read_rest(stream, frame, frame_max);
-    match compio::time::timeout(frame_timeout, rest).await {
+    match compio::time::timeout(frame_timeout, read_rest(stream, frame, frame_max)).await {
         Ok(result) => result.map(Some),
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -339,15 +328,11 @@ async fn read_rest<S: AsyncRead>(
             format!("frame size {size} outside {HEADER_SIZE}..={frame_max}"),
         ));
     }
-    frame.reserve_exact(size - frame.len());
-    while frame.len() < size {
-        let start = frame.len();
-        let BufResult(result, body) = stream.read(frame.slice(start..size)).await;
+    if size > frame.len() {
+        frame.reserve_exact(size - frame.len());
+        let BufResult(result, body) = stream.read_exact(frame.slice(HEADER_SIZE..size)).await;
         frame = body.into_inner();
-        if result? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
+        result?;
     }
-    debug_assert_eq!(frame.len(), size);
     Ok(frame)
 }
