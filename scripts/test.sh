@@ -4,6 +4,9 @@
 # Tests that need root or PyPI fail instead of skipping when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A clean clone gains nothing from incremental state, which would double
+# the size of target/ (CI's disk is small).
+export CARGO_INCREMENTAL=0
 # Headless Chromium and chromedriver for the web console's browser test.
 scripts/install-test-deps.sh
 cargo fmt --all --check
