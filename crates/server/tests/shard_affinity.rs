@@ -1,5 +1,6 @@
-//! A TCP connection moves to the shard that owns the partition its requests
-//! go to (`session::moving`), between two requests, with its session: the
+//! A TCP or WebSocket connection, plaintext or TLS, moves to the shard that
+//! owns the partition its requests go to (`session::moving`), between two
+//! requests, with its session: the
 //! official SDK goes on sending, polling and storing offsets as if nothing
 //! happened, its request numbers stay deduplicated, and the server keeps
 //! counting it as one connection.
@@ -31,12 +32,39 @@ async fn given_requests_to_partitions_of_both_shards_when_serving_should_move_an
     let workdir = Workdir::new();
     let server = TestServer::start(&workdir, &ServerOptions::default());
     let client = root_client(server.tcp()).await;
-    moves_and_loses_nothing(&server, &client).await;
+    moves_and_loses_nothing(&server, &client, "tcp").await;
+}
+
+#[tokio::test]
+async fn given_a_websocket_connection_when_serving_should_move_with_its_framing() {
+    let workdir = Workdir::new();
+    let server = TestServer::start(&workdir, &ServerOptions::default());
+    let address = server.address("websocket").expect("WebSocket is served");
+    let client = scenario::connect(&Carrier::WebSocket(address)).await;
+    moves_and_loses_nothing(&server, &client, "websocket").await;
 }
 
 #[tokio::test]
 async fn given_a_tls_connection_when_serving_should_move_with_its_tls_session() {
     let workdir = Workdir::new();
+    let (server, cert) = start_with_tls(&workdir, "tcp");
+    let carrier = Carrier::TcpTls(server.tcp(), cert);
+    let client = scenario::connect(&carrier).await;
+    moves_and_loses_nothing(&server, &client, "tcp").await;
+}
+
+#[tokio::test]
+async fn given_a_wss_connection_when_serving_should_move_with_its_tls_session_and_framing() {
+    let workdir = Workdir::new();
+    let (server, cert) = start_with_tls(&workdir, "websocket");
+    let address = server.address("websocket").expect("WebSocket is served");
+    let client = scenario::connect(&Carrier::WebSocketTls(address, cert)).await;
+    moves_and_loses_nothing(&server, &client, "websocket").await;
+}
+
+/// A server whose `listener` (`tcp` or `websocket`) serves TLS with a
+/// certificate for localhost, and that certificate's file.
+fn start_with_tls(workdir: &Workdir, listener: &str) -> (TestServer, String) {
     let generated =
         rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
             .unwrap();
@@ -47,19 +75,16 @@ async fn given_a_tls_connection_when_serving_should_move_with_its_tls_session() 
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
     let options = ServerOptions {
         config_file: Some(format!(
-            "[tcp.tls]\nenabled = true\nself_signed = false\ncert_file = \"{cert}\"\nkey_file = \"{key}\"\n"
+            "[{listener}.tls]\nenabled = true\nself_signed = false\ncert_file = \"{cert}\"\nkey_file = \"{key}\"\n"
         )),
         ..ServerOptions::default()
     };
-    let server = TestServer::start(&workdir, &options);
-    let carrier = Carrier::TcpTls(server.tcp(), cert.to_owned());
-    let client = scenario::connect(&carrier).await;
-    moves_and_loses_nothing(&server, &client).await;
+    (TestServer::start(workdir, &options), cert.to_owned())
 }
 
 /// Sends runs of batches to each partition in turn, reads them back, stores
 /// offsets and logs out, checking that the connection moved at least once.
-async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
+async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient, transport: &str) {
     let http = server.address("http").expect("HTTP is served");
     let token = root_token(http);
     client.create_stream("s").await.unwrap();
@@ -136,8 +161,8 @@ async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
         assert_eq!(stored.stored_offset, 5);
     }
 
-    // A batch larger than a TLS connection seals before it sends (1 MiB)
-    // goes in and comes back whole.
+    // A batch larger than a TLS connection seals before it sends (1 MiB),
+    // a WebSocket message of several reads, goes in and comes back whole.
     let big: Vec<String> = (0..1100)
         .map(|i| format!("{i:04}{}", "x".repeat(996)))
         .collect();
@@ -169,7 +194,8 @@ async fn moves_and_loses_nothing(server: &TestServer, client: &IggyClient) {
 
     // Still one connection, one client, whatever it moved through.
     let metrics = request(http, "GET", "/metrics", Some(&token), None).text();
-    assert_eq!(metric(&metrics, "iggy_connections{transport=\"tcp\"}"), 1.0);
+    let open = format!("iggy_connections{{transport=\"{transport}\"}}");
+    assert_eq!(metric(&metrics, &open), 1.0, "{open}");
     let me = client.get_me().await.unwrap();
     let clients = client.get_clients().await.unwrap();
     assert_eq!(

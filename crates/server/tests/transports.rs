@@ -112,7 +112,14 @@ impl RawWs {
     }
 
     fn send(&mut self, opcode: u8, payload: &[u8]) {
-        let mut frame = vec![0x80 | opcode];
+        self.0
+            .write_all(&Self::frame(true, opcode, payload))
+            .unwrap();
+    }
+
+    /// A masked client frame.
+    fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let mut frame = vec![if fin { 0x80 } else { 0 } | opcode];
         match payload.len() {
             n if n < 126 => frame.push(0x80 | n as u8),
             n if n <= 0xFFFF => {
@@ -127,7 +134,7 @@ impl RawWs {
         let mask = [1u8, 2, 3, 4];
         frame.extend_from_slice(&mask);
         frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.0.write_all(&frame).unwrap();
+        frame
     }
 
     /// The next frame's opcode and payload (server frames are unmasked).
@@ -153,9 +160,12 @@ impl RawWs {
     }
 }
 
+const CONTINUATION: u8 = 0;
 const TEXT: u8 = 1;
 const BINARY: u8 = 2;
 const CLOSE: u8 = 8;
+const PING: u8 = 9;
+const PONG: u8 = 10;
 
 /// A PING request frame.
 fn ping_frame() -> Vec<u8> {
@@ -288,4 +298,60 @@ fn a_websocket_message_dripping_past_the_frame_timeout_is_closed_but_silence_is_
     silent.send(BINARY, &ping_frame());
     let (opcode, reply) = silent.receive();
     assert_eq!((opcode, reply.len()), (BINARY, 256));
+}
+
+#[test]
+fn websocket_pings_fragments_pipelined_messages_and_closes_are_served() {
+    let served = Served::start();
+    let mut ws = RawWs::connect(served.addr("websocket"));
+    ws.send(PING, b"are you there");
+    assert_eq!(ws.receive(), (PONG, b"are you there".to_vec()));
+
+    // A request in three fragments with a ping among them, then two whole
+    // requests, all in one write: each is answered, in order.
+    let request = ping_frame();
+    let mut bytes = RawWs::frame(false, BINARY, &request[..100]);
+    bytes.extend(RawWs::frame(true, PING, b"mid"));
+    bytes.extend(RawWs::frame(false, CONTINUATION, &request[100..200]));
+    bytes.extend(RawWs::frame(true, CONTINUATION, &request[200..]));
+    bytes.extend(RawWs::frame(true, BINARY, &request));
+    bytes.extend(RawWs::frame(true, BINARY, &request));
+    ws.0.write_all(&bytes).unwrap();
+    assert_eq!(ws.receive(), (PONG, b"mid".to_vec()));
+    for reply in 0..3 {
+        let (opcode, payload) = ws.receive();
+        assert_eq!((opcode, payload.len()), (BINARY, 256), "reply {reply}");
+    }
+
+    // A close is answered with a close carrying its code, then the end.
+    ws.send(CLOSE, &1000u16.to_be_bytes());
+    let (opcode, payload) = ws.receive();
+    assert_eq!((opcode, &payload[..]), (CLOSE, &1000u16.to_be_bytes()[..]));
+    let mut rest = Vec::new();
+    ws.0.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+
+    // Broken frames close with 1002: unmasked, an unknown opcode, a
+    // continuation with no message to continue.
+    for broken in [
+        vec![0x82, 0x01, 0x00],
+        RawWs::frame(true, 0x3, b"x"),
+        RawWs::frame(true, CONTINUATION, b"x"),
+    ] {
+        let mut ws = RawWs::connect(served.addr("websocket"));
+        ws.0.write_all(&broken).unwrap();
+        let (opcode, payload) = ws.receive();
+        assert_eq!(opcode, CLOSE, "{broken:?}");
+        assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1002);
+    }
+
+    // A plain HTTP request on the WebSocket port is refused with 400.
+    let mut http = TcpStream::connect(served.addr("websocket")).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = http.read_to_end(&mut answer);
+    assert!(answer.starts_with(b"HTTP/1.1 400"), "{answer:?}");
 }

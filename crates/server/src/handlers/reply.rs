@@ -40,11 +40,6 @@ impl Reply {
         }
     }
 
-    /// The whole frame in one buffer (a copy; for message transports).
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.parts.concat()
-    }
-
     /// Close the connection without replying (undecodable header, bad size).
     pub fn close() -> Self {
         Self {

@@ -1,4 +1,4 @@
-//! The per-shard state of a TCP connection (plaintext or TLS) that moves to
+//! The per-shard state of a client's stream connection that moves to
 //! another shard between two requests (`session::moving` decides when):
 //! what leaves this shard with it and what the next shard takes in.
 
@@ -13,6 +13,7 @@ use super::clients::Bound;
 #[derive(Debug)]
 pub struct MovedSession {
     pub connection_id: u64,
+    pub transport: crate::metrics::Transport,
     pub peer: SocketAddr,
     pub bound: Option<Bound>,
     pub failed_logins: u32,

@@ -25,10 +25,13 @@ pub enum ShardMessage {
     },
     /// A TCP connection another shard moved here between two requests, with
     /// its session (`session::moving`) and, for TLS, its TLS session.
-    ResumeTcp {
+    ResumeConnection {
         stream: std::net::TcpStream,
         moved: super::moved::MovedSession,
         tls: Option<Box<rustls::ServerConnection>>,
+        /// A WebSocket connection's limits (its framing is ours and holds
+        /// nothing between messages).
+        websocket: Option<WsLimits>,
     },
     /// A WebSocket connection accepted on shard 0, before its upgrade (and,
     /// with `tls`, before its TLS handshake).
@@ -36,7 +39,7 @@ pub enum ShardMessage {
         stream: std::net::TcpStream,
         peer: SocketAddr,
         limits: WsLimits,
-        tls: Option<compio::tls::TlsAcceptor>,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     },
     /// To shard 0: commit this metadata operation and answer on `reply`.
     MetadataSubmit {
@@ -69,9 +72,6 @@ pub enum ShardMessage {
 /// shard that adopts the connection.
 #[derive(Debug, Clone, Copy)]
 pub struct WsLimits {
-    pub read_buffer_size: usize,
-    pub write_buffer_size: usize,
-    pub max_write_buffer_size: usize,
     pub max_message_size: usize,
     pub max_frame_size: usize,
     pub accept_unmasked_frames: bool,

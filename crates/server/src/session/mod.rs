@@ -53,10 +53,11 @@ impl Session {
         Self::serving(shard, transport, peer, connection_id)
     }
 
-    /// A TCP session moved here from another shard (`moving`).
+    /// A session moved here from another shard (`moving`).
     pub fn resume(shard: Rc<Shard>, mut moved: moving::MovedSession) -> Self {
         shard.node.connection_arriving(&mut moved);
-        let mut session = Self::serving(shard, Transport::Tcp, moved.peer, moved.connection_id);
+        let (transport, peer) = (moved.transport, moved.peer);
+        let mut session = Self::serving(shard, transport, peer, moved.connection_id);
         session.bound = moved.bound;
         session.failed_logins = moved.failed_logins;
         session
@@ -100,6 +101,7 @@ impl Session {
         self.moved = true;
         moving::MovedSession {
             connection_id: self.connection_id,
+            transport: self.transport,
             peer: self.peer,
             bound: self.bound,
             failed_logins: self.failed_logins,

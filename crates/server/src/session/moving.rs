@@ -1,5 +1,5 @@
-//! Moving a TCP connection (plaintext or TLS) to the shard that owns the
-//! partition it uses.
+//! Moving a client's stream connection (TCP or WebSocket, plaintext or TLS)
+//! to the shard that owns the partition it uses.
 //!
 //! A request for a partition another shard owns hops there and back (two
 //! inbox messages and, when that shard sleeps, two wake-ups). For small
@@ -12,9 +12,9 @@
 //! client-table entry, the session it attached to) goes with a duplicate
 //! of the socket, and that shard serves the next request. A connection
 //! that spreads its requests over shards stays where it is. A TLS
-//! connection carries its rustls session along (`transport::tls_conn`);
-//! WebSocket and QUIC connections, whose framing state lives in their
-//! libraries, never move.
+//! connection carries its rustls session along (`transport::tls_conn`), a
+//! WebSocket connection its limits (`transport::websocket::conn`); QUIC
+//! connections, whose state lives in their library, never move.
 
 use std::cell::Cell;
 

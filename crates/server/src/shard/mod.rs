@@ -282,9 +282,12 @@ async fn shard_main(start: ShardStart) -> Option<String> {
             ShardMessage::AdoptTcp { stream, peer, tls } => {
                 transport::tcp::adopt(&shard, stream, peer, tls)
             }
-            ShardMessage::ResumeTcp { stream, moved, tls } => {
-                transport::tcp::resume(&shard, stream, moved, tls)
-            }
+            ShardMessage::ResumeConnection {
+                stream,
+                moved,
+                tls,
+                websocket,
+            } => transport::connection::resume(&shard, stream, moved, tls, websocket),
             ShardMessage::AdoptWebSocket {
                 stream,
                 peer,

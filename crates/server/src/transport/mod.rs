@@ -8,8 +8,8 @@
 //! |---|---|
 //! | TCP | accepted on shard 0, handed to shards round-robin; then moved to their partitions' shard |
 //! | TCP + TLS | accepted on shard 0, handed to shards round-robin before the handshake; then moved like plaintext (`tls_conn`) |
-//! | WebSocket | accepted on shard 0, handed to shards round-robin |
-//! | WebSocket + TLS | accepted on shard 0, handed to shards round-robin before the handshake |
+//! | WebSocket | accepted on shard 0, handed to shards round-robin; then moved like TCP (`websocket::conn`) |
+//! | WebSocket + TLS | accepted on shard 0, handed to shards round-robin before the handshakes; then moved like TCP |
 //! | QUIC | shard 0 |
 //! | HTTP, HTTPS | shard 0 (bound here, served by `http`) |
 //!
@@ -17,6 +17,7 @@
 //! acceptor are bound here with the others, and the shard layer hands them
 //! to `http` through the callback `serve` takes.
 
+pub mod connection;
 pub mod quic;
 pub mod tcp;
 pub mod tls;
@@ -52,7 +53,11 @@ pub struct Listeners {
     tcp: Option<(std::net::TcpListener, Option<Arc<rustls::ServerConfig>>)>,
     /// The HTTP API's socket and, for HTTPS, its TLS acceptor.
     http: Option<(std::net::TcpListener, Option<TlsAcceptor>)>,
-    websocket: Option<(std::net::TcpListener, WsLimits, Option<TlsAcceptor>)>,
+    websocket: Option<(
+        std::net::TcpListener,
+        WsLimits,
+        Option<Arc<rustls::ServerConfig>>,
+    )>,
     /// The socket, its configuration and the connection receive window.
     quic: Option<(std::net::UdpSocket, compio::quic::ServerConfig, u64)>,
 }
@@ -108,8 +113,7 @@ pub fn bind(config: &ServerConfig) -> anyhow::Result<(Listeners, BoundAddresses)
             .tls
             .enabled
             .then(|| listener_tls("websocket.tls", &ws.tls, &[]))
-            .transpose()?
-            .map(TlsAcceptor::from);
+            .transpose()?;
         Some((listener, ws_limits(config), tls))
     } else {
         info!("WebSocket listener disabled by configuration (websocket.enabled = false)");
@@ -201,20 +205,12 @@ fn usize_of(bytes: u64) -> usize {
 }
 
 fn ws_limits(config: &ServerConfig) -> WsLimits {
-    use server::config::{
-        WEBSOCKET_MAX_FRAME_DEFAULT, WEBSOCKET_MAX_MESSAGE_DEFAULT, WEBSOCKET_READ_BUFFER_DEFAULT,
-        WEBSOCKET_WRITE_BUFFER_DEFAULT,
-    };
+    use server::config::{WEBSOCKET_MAX_FRAME_DEFAULT, WEBSOCKET_MAX_MESSAGE_DEFAULT};
     let ws = &config.websocket;
     let size = |value: Option<server::config::ByteSize>, default: server::config::ByteSize| {
         usize_of(value.unwrap_or(default).as_bytes())
     };
     WsLimits {
-        read_buffer_size: size(ws.read_buffer_size, WEBSOCKET_READ_BUFFER_DEFAULT),
-        write_buffer_size: size(ws.write_buffer_size, WEBSOCKET_WRITE_BUFFER_DEFAULT),
-        max_write_buffer_size: ws
-            .max_write_buffer_size
-            .map_or(usize::MAX, |b| usize_of(b.as_bytes())),
         max_message_size: size(ws.max_message_size, WEBSOCKET_MAX_MESSAGE_DEFAULT),
         max_frame_size: size(ws.max_frame_size, WEBSOCKET_MAX_FRAME_DEFAULT),
         accept_unmasked_frames: ws.accept_unmasked_frames,

@@ -1,7 +1,7 @@
 //! TCP: the listener on shard 0, round-robin hand-off of accepted sockets to
 //! shards (a TLS connection's handshake runs on the shard it is handed to,
-//! `tls_conn`), the per-connection frame loop, and the move of a connection,
-//! TLS or not, to the shard its requests go to (`session::moving`).
+//! `tls_conn`), and the binary protocol's framing on a byte stream. The
+//! frame loop and moves are `connection`'s.
 //!
 //! Frames are read whole (256-byte header, then `size - 256` body bytes) into
 //! one buffer that the session decodes in place. A frame whose declared size
@@ -9,24 +9,23 @@
 //! way to resynchronise a byte stream after a bad length.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadExt};
 use compio::net::{TcpListener, TcpStream};
-use rustls::{ServerConfig, ServerConnection};
-use tracing::{debug, info, warn};
+use rustls::ServerConfig;
+use tracing::{debug, warn};
 
 use protocol::header::{HEADER_SIZE, frame_size};
 
 use crate::node::Shard;
-use crate::node::heartbeat::Liveness;
 use crate::node::shard_message::ShardMessage;
-use crate::session::moving::MovedSession;
-use crate::session::{self, Transport};
+use crate::session::Transport;
 
+use super::connection::{Connection, Start, serve_connection};
 use super::tls_conn::TlsConn;
 
 /// Spawns the accept loop for a bound listener on this shard (shard 0);
@@ -54,8 +53,13 @@ async fn accept_loop(listener: TcpListener, shard: Rc<Shard>, tls: Option<Arc<Se
 
 /// Duplicates the socket's descriptor so another shard's runtime can own it.
 pub(super) fn duplicate(stream: &TcpStream) -> std::io::Result<std::net::TcpStream> {
+    duplicate_fd(stream.as_raw_fd())
+}
+
+/// Duplicates a socket descriptor into a stream of its own.
+pub(super) fn duplicate_fd(socket: RawFd) -> std::io::Result<std::net::TcpStream> {
     // SAFETY: dup returns a new descriptor that we own exclusively.
-    let fd = unsafe { libc::dup(stream.as_raw_fd()) };
+    let fd = unsafe { libc::dup(socket) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -73,62 +77,6 @@ pub fn adopt(
         Ok(stream) => start(shard, stream, peer, tls),
         Err(e) => warn!(%peer, "cannot adopt connection: {e}"),
     }
-}
-
-/// Takes over a connection another shard moved here (`session::moving`).
-pub fn resume(
-    shard: &Rc<Shard>,
-    stream: std::net::TcpStream,
-    moved: MovedSession,
-    tls: Option<Box<ServerConnection>>,
-) {
-    match TcpStream::from_std(stream) {
-        Ok(stream) => {
-            let connection = Connection::assemble(stream, tls);
-            let shard = shard.clone();
-            compio::runtime::spawn(async move {
-                let _open = shard.connection_guard();
-                let _counted = shard.ctx.open_connection();
-                serve_connection(&shard, connection, Start::Moved(moved)).await;
-            })
-            .detach();
-        }
-        Err(e) => {
-            warn!(peer = %moved.peer, "cannot take over a moved connection: {e}");
-            // Ends the session here as a closed connection would.
-            drop(session::Session::resume(shard.clone(), moved));
-        }
-    }
-}
-
-/// A client's TCP connection, plaintext or TLS.
-enum Connection {
-    Plain(TcpStream),
-    Tls(Box<TlsConn>),
-}
-
-impl Connection {
-    fn assemble(stream: TcpStream, tls: Option<Box<ServerConnection>>) -> Connection {
-        match tls {
-            None => Connection::Plain(stream),
-            Some(session) => Connection::Tls(Box::new(TlsConn::resume(stream, *session))),
-        }
-    }
-
-    /// What the heartbeat verifier watches: a TLS connection's frames are
-    /// wrapped, so it is only shut down.
-    fn liveness(&self, last_request: Rc<std::cell::Cell<std::time::Instant>>) -> Liveness {
-        match self {
-            Connection::Plain(stream) => Liveness::plain(stream.as_raw_fd())(last_request),
-            Connection::Tls(tls) => Liveness::encrypted(tls.tcp().as_raw_fd())(last_request),
-        }
-    }
-}
-
-/// How a connection's session begins on this shard.
-enum Start {
-    New(SocketAddr),
-    Moved(MovedSession),
 }
 
 /// Serves a new connection on this shard: plaintext at once, TLS once its
@@ -153,143 +101,15 @@ fn start(shard: &Rc<Shard>, stream: TcpStream, peer: SocketAddr, tls: Option<Arc
                 }
             }
         };
-        serve_connection(&shard, connection, Start::New(peer)).await;
+        serve_connection(&shard, connection, Start::New(peer, Transport::Tcp)).await;
     })
     .detach();
-}
-
-/// Serves a connection's frames on this shard, moving it to another when
-/// its requests go there (`session::moving`).
-async fn serve_connection(shard: &Rc<Shard>, connection: Connection, start: Start) {
-    let mut arrived = matches!(start, Start::Moved(_));
-    let mut session = match start {
-        Start::New(peer) => {
-            debug!(%peer, shard = shard.id, "TCP connection opened");
-            session::Session::new(shard.clone(), Transport::Tcp, peer)
-        }
-        Start::Moved(moved) => session::Session::resume(shard.clone(), moved),
-    };
-    let mut connection = connection;
-    loop {
-        let (connection_id, peer) = (session.connection_id, session.peer);
-        shard.node.liveness.track(
-            connection_id,
-            connection.liveness(session.last_request.clone()),
-        );
-        if std::mem::take(&mut arrived) && !shard.node.session_alive(session.bound) {
-            shard.node.liveness.untrack(connection_id);
-            return info!(%peer, "closing a moved connection whose session ended meanwhile");
-        }
-        let ended = match &mut connection {
-            Connection::Plain(stream) => serve_frames(shard, stream, session).await,
-            Connection::Tls(stream) => serve_frames(shard, stream, session).await,
-        };
-        shard.node.liveness.untrack(connection_id);
-        match ended {
-            Ok(Ended::Closed) => return debug!(%peer, "TCP connection closed"),
-            Err(e) => return info!(%peer, "TCP connection closed: {e}"),
-            Ok(Ended::Moving {
-                target,
-                session: moving,
-            }) => match move_connection(shard, connection, target, moving) {
-                None => return debug!(%peer, target, "TCP connection moved"),
-                // The other shard cannot take it now: serve on.
-                Some((staying, kept)) => (connection, session) = (staying, kept),
-            },
-        }
-    }
-}
-
-/// Hands a connection, between two requests, to shard `target` with its
-/// session's state (and TLS session); gives both back when that shard
-/// cannot take them, or when a TLS connection holds bytes not yet read.
-fn move_connection(
-    shard: &Rc<Shard>,
-    connection: Connection,
-    target: usize,
-    session: session::Session,
-) -> Option<(Connection, session::Session)> {
-    let (stream, tls) = match connection {
-        Connection::Plain(stream) => (stream, None),
-        Connection::Tls(mut tls) => {
-            if !tls.is_idle() {
-                return Some((Connection::Tls(tls), session));
-            }
-            let (stream, tls) = (*tls).into_parts();
-            (stream, Some(Box::new(tls)))
-        }
-    };
-    let copy = match duplicate(&stream) {
-        Ok(copy) => copy,
-        Err(e) => {
-            debug!(peer = %session.peer, "cannot duplicate a connection to move it: {e}");
-            return Some((Connection::assemble(stream, tls), session));
-        }
-    };
-    let moved = session.into_moved();
-    match shard.ctx.try_send(
-        target,
-        ShardMessage::ResumeTcp {
-            stream: copy,
-            moved,
-            tls,
-        },
-    ) {
-        Ok(()) => {
-            shard.ctx.metrics.connection_moved();
-            None
-        }
-        Err(ShardMessage::ResumeTcp { moved, tls, .. }) => Some((
-            Connection::assemble(stream, tls),
-            session::Session::resume(shard.clone(), moved),
-        )),
-        Err(_) => unreachable!("try_send returns the message it was given"),
-    }
-}
-
-/// How a connection's frame loop ended.
-enum Ended {
-    Closed,
-    /// Its requests go to shard `target`: move the connection there.
-    Moving {
-        target: usize,
-        session: session::Session,
-    },
-}
-
-/// Serves frames until the connection closes or until its session should
-/// move to another shard (`session::moving`).
-async fn serve_frames<S: AsyncRead + AsyncWrite>(
-    shard: &Rc<Shard>,
-    stream: &mut S,
-    mut session: session::Session,
-) -> std::io::Result<Ended> {
-    let frame_max = shard.ctx.frame_max_bytes;
-    let frame_timeout = shard.ctx.limits.frame_timeout;
-    loop {
-        let Some(frame) = read_frame(stream, frame_max, frame_timeout).await? else {
-            return Ok(Ended::Closed);
-        };
-        let reply = session.handle(frame).await;
-        let stop = reply.close_after;
-        if !reply.parts.is_empty() {
-            let BufResult(result, _) = stream.write_vectored_all(reply.parts).await;
-            result?;
-            stream.flush().await?;
-        }
-        if stop || shard.ctx.is_stopping() {
-            return Ok(Ended::Closed);
-        }
-        if let Some(target) = session.move_target() {
-            return Ok(Ended::Moving { target, session });
-        }
-    }
 }
 
 /// Reads one frame; `None` on a clean end of stream before a header. The
 /// wait for a frame's first bytes is unbounded (idle clients are fine); once
 /// they arrive the rest must follow within `frame_timeout`.
-async fn read_frame<S: AsyncRead>(
+pub(super) async fn read_frame<S: AsyncRead>(
     stream: &mut S,
     frame_max: usize,
     frame_timeout: std::time::Duration,

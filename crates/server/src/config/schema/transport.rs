@@ -155,6 +155,9 @@ pub struct WebSocketConfig {
     pub enabled: bool,
     #[serde(with = "socket_address")]
     pub address: SocketAddr,
+    /// This and the two write buffer sizes are validated and otherwise
+    /// unused: the server frames WebSocket itself, reading each message
+    /// straight into its frame (`transport::websocket`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_buffer_size: Option<ByteSize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
