@@ -132,33 +132,26 @@ pub(super) trait Frames {
     async fn end(&mut self) {}
 }
 
-impl Frames for TcpStream {
-    async fn next_frame(
-        &mut self,
-        frame_max: usize,
-        frame_timeout: Duration,
-    ) -> io::Result<Option<Vec<u8>>> {
-        super::tcp::read_frame(self, frame_max, frame_timeout).await
-    }
+/// The binary protocol's frames on a byte stream (plaintext or TLS).
+macro_rules! byte_stream_frames {
+    ($($stream:ty),*) => {$(
+        impl Frames for $stream {
+            async fn next_frame(
+                &mut self,
+                frame_max: usize,
+                frame_timeout: Duration,
+            ) -> io::Result<Option<Vec<u8>>> {
+                super::tcp::read_frame(self, frame_max, frame_timeout).await
+            }
 
-    async fn send_reply(&mut self, parts: Vec<Bytes>) -> io::Result<()> {
-        write_reply(self, parts).await
-    }
+            async fn send_reply(&mut self, parts: Vec<Bytes>) -> io::Result<()> {
+                write_reply(self, parts).await
+            }
+        }
+    )*};
 }
 
-impl Frames for TlsConn {
-    async fn next_frame(
-        &mut self,
-        frame_max: usize,
-        frame_timeout: Duration,
-    ) -> io::Result<Option<Vec<u8>>> {
-        super::tcp::read_frame(self, frame_max, frame_timeout).await
-    }
-
-    async fn send_reply(&mut self, parts: Vec<Bytes>) -> io::Result<()> {
-        write_reply(self, parts).await
-    }
-}
+byte_stream_frames!(TcpStream, TlsConn);
 
 async fn write_reply<S: compio::io::AsyncWrite>(
     stream: &mut S,
