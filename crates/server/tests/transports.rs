@@ -323,6 +323,16 @@ fn websocket_pings_fragments_pipelined_messages_and_closes_are_served() {
         assert_eq!((opcode, payload.len()), (BINARY, 256), "reply {reply}");
     }
 
+    // A request of one-byte fragments.
+    let mut bytes = RawWs::frame(false, BINARY, &request[..1]);
+    for (i, byte) in request.iter().enumerate().skip(1) {
+        let last = i == request.len() - 1;
+        bytes.extend(RawWs::frame(last, CONTINUATION, &[*byte]));
+    }
+    ws.0.write_all(&bytes).unwrap();
+    let (opcode, payload) = ws.receive();
+    assert_eq!((opcode, payload.len()), (BINARY, 256));
+
     // A close is answered with a close carrying its code, then the end.
     ws.send(CLOSE, &1000u16.to_be_bytes());
     let (opcode, payload) = ws.receive();

@@ -239,7 +239,13 @@ impl<S: AsyncRead + AsyncWrite> WsConn<S> {
     async fn read_payload(&mut self, head: &Head, message: &mut Vec<u8>) -> io::Result<()> {
         let len = usize::try_from(head.len).expect("within max_frame_size");
         let at = message.len();
-        message.reserve_exact(len);
+        if at == 0 {
+            message.reserve_exact(len);
+        } else {
+            // A continuation: amortised growth, so that a message sent as
+            // many small fragments is not copied once per fragment.
+            message.reserve(len);
+        }
         let ahead = len.min(self.pending().len());
         message.extend_from_slice(&self.pending()[..ahead]);
         self.consume(ahead);
