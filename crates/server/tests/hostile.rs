@@ -1,5 +1,6 @@
 //! Hostile clients at scale: many connections send garbage, truncated
-//! frames, oversized lengths, byte-by-byte drips and login floods while a
+//! frames, oversized lengths, byte-by-byte drips and login floods (over TCP,
+//! and over WebSocket before and after the upgrade) while a
 //! well-behaved SDK client produces and reads back numbered messages. The
 //! good client must lose nothing, every bad connection must end, and the
 //! server must keep accepting.
@@ -66,20 +67,86 @@ enum Attack {
     Oversized,
     Drip,
     LoginFlood,
+    /// Garbage instead of a WebSocket upgrade request.
+    WsGarbageUpgrade,
+    /// Garbage after a WebSocket upgrade.
+    WsGarbageFrames,
+    /// A WebSocket frame head announcing 2^62 bytes.
+    WsOversized,
+    /// A WebSocket message dripped a byte at a time.
+    WsDrip,
+}
+
+/// Upgrades `stream` to WebSocket; false if the server refuses.
+async fn ws_upgrade(stream: &mut TcpStream) -> bool {
+    let request = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match tokio::time::timeout(WAIT, stream.read_exact(&mut byte)).await {
+            Ok(Ok(_)) => head.push(byte[0]),
+            _ => return false,
+        }
+    }
+    head.starts_with(b"HTTP/1.1 101")
+}
+
+/// `payload` as one masked WebSocket binary frame.
+fn ws_frame(payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x82, 0x80 | 126];
+    frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    let key = [9u8, 8, 7, 6];
+    frame.extend_from_slice(&key);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    frame
 }
 
 /// Runs one attack; true when the server reacted as it should.
-async fn attack(addr: SocketAddr, kind: Attack, seed: u64) -> bool {
-    let Ok(mut stream) = TcpStream::connect(addr).await else {
+async fn attack(tcp: SocketAddr, ws: SocketAddr, kind: Attack, seed: u64) -> bool {
+    let websocket = matches!(
+        kind,
+        Attack::WsGarbageUpgrade | Attack::WsGarbageFrames | Attack::WsOversized | Attack::WsDrip
+    );
+    let Ok(mut stream) = TcpStream::connect(if websocket { ws } else { tcp }).await else {
         return false;
     };
+    let garbage: Vec<u8> = (0..300u64)
+        .map(|i| (seed.wrapping_mul(31).wrapping_add(i * 7) % 251) as u8)
+        .collect();
     match kind {
-        Attack::Garbage => {
-            let garbage: Vec<u8> = (0..300u64)
-                .map(|i| (seed.wrapping_mul(31).wrapping_add(i * 7) % 251) as u8)
-                .collect();
+        Attack::Garbage | Attack::WsGarbageUpgrade => {
             let _ = stream.write_all(&garbage).await;
             closed_by_server(&mut stream).await
+        }
+        Attack::WsGarbageFrames => {
+            ws_upgrade(&mut stream).await && {
+                let _ = stream.write_all(&garbage).await;
+                closed_by_server(&mut stream).await
+            }
+        }
+        Attack::WsOversized => {
+            ws_upgrade(&mut stream).await && {
+                let mut head = vec![0x82, 0x80 | 127];
+                head.extend_from_slice(&(1u64 << 62).to_be_bytes());
+                head.extend_from_slice(&[1, 2, 3, 4]);
+                let _ = stream.write_all(&head).await;
+                closed_by_server(&mut stream).await
+            }
+        }
+        Attack::WsDrip => {
+            ws_upgrade(&mut stream).await && {
+                for byte in ws_frame(&ping_frame()).into_iter().take(60) {
+                    if stream.write_all(&[byte]).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                closed_by_server(&mut stream).await
+            }
         }
         Attack::Truncated => {
             // Half a header, then silence: closed after tcp.frame_timeout.
@@ -137,6 +204,7 @@ async fn hostile_connections_never_disturb_a_well_behaved_client() {
     let options = ServerOptions::default().env("IGGY_TCP_FRAME_TIMEOUT", "2 s");
     let server = TestServer::start(&workdir, &options);
     let addr = server.tcp();
+    let ws = server.address("websocket").expect("WebSocket is served");
 
     let good = root_client(addr).await;
     good.create_stream("good").await.unwrap();
@@ -150,6 +218,10 @@ async fn hostile_connections_never_disturb_a_well_behaved_client() {
         Attack::Truncated,
         Attack::Oversized,
         Attack::Drip,
+        Attack::WsGarbageUpgrade,
+        Attack::WsGarbageFrames,
+        Attack::WsOversized,
+        Attack::WsDrip,
     ];
     let mut attackers = Vec::with_capacity(connections);
     for i in 0..connections {
@@ -160,7 +232,7 @@ async fn hostile_connections_never_disturb_a_well_behaved_client() {
             kinds[i % kinds.len()]
         };
         attackers.push(tokio::spawn(async move {
-            if attack(addr, kind, i as u64).await {
+            if attack(addr, ws, kind, i as u64).await {
                 reacted.fetch_add(1, Ordering::Relaxed);
             } else {
                 eprintln!("attack {i} ({kind:?}) was not answered as expected");
