@@ -34,7 +34,8 @@
 # certificates) and runs iggy-bench with --tls --tls-no-verify.
 # TRANSPORT=websocket runs iggy-bench over WebSocket (both servers listen on
 # 127.0.0.1:18192; with TLS=1, WebSocket over TLS) instead of TCP, and
-# TRANSPORT=quic over QUIC (127.0.0.1:18193).
+# TRANSPORT=quic over QUIC (127.0.0.1:18193), TRANSPORT=http over the HTTP
+# API (both servers on 127.0.0.1:18191, plain HTTP).
 # Prints one line per run: iggy-bench's `total` line, then the
 # server's CPU seconds during the run and per GB of message data moved
 # (outside --reference mode the consumer run seeds its own streams first,
@@ -79,6 +80,7 @@ ws_address=127.0.0.1:0
 ws_tls=false
 quic_enabled=false
 quic_address=127.0.0.1:0
+our_http=127.0.0.1:0
 case "${TRANSPORT:-tcp}" in
     tcp) ;;
     quic)
@@ -87,6 +89,12 @@ case "${TRANSPORT:-tcp}" in
         bench_address=$quic_address
         tcp_tls=false
         client_flags="--transport quic"
+        ;;
+    http)
+        our_http=$ref_http
+        bench_address=http://$ref_http
+        tcp_tls=false
+        client_flags="--transport http"
         ;;
     websocket)
         ws_enabled=true
@@ -97,7 +105,7 @@ case "${TRANSPORT:-tcp}" in
         client_flags="--transport websocket $client_flags"
         ;;
     *)
-        echo "TRANSPORT must be tcp, websocket or quic" >&2
+        echo "TRANSPORT must be tcp, websocket, quic or http" >&2
         exit 2
         ;;
 esac
@@ -163,7 +171,7 @@ start() {
         (
             cd "$workdir"
             IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy IGGY_TCP_TLS_ENABLED=$tcp_tls \
-                IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=127.0.0.1:0 \
+                IGGY_TCP_ADDRESS=$address IGGY_HTTP_ADDRESS=$our_http \
                 IGGY_QUIC_ADDRESS=$quic_address IGGY_WEBSOCKET_ADDRESS=$ws_address \
                 IGGY_WEBSOCKET_TLS_ENABLED=$ws_tls \
                 nohup ./iggy-server --fresh > server.log 2>&1 &

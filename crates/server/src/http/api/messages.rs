@@ -5,25 +5,21 @@
 
 use std::time::Instant;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use engine::metadata::ClientId;
 use engine::metadata::topic::options::Durability;
 use hyper::StatusCode;
 use protocol::ErrorCode;
-use protocol::batch::{BatchHeader, Frames};
-use protocol::http_json::{decode_send_body, header_kind_name};
-use protocol::primitives::{Consumer, ConsumerKind, Identifier, PollingStrategy, UserHeaders};
+use protocol::http_json::decode_send_body;
+use protocol::primitives::{Consumer, ConsumerKind, Identifier, PollingStrategy};
 use protocol::requests::{OffsetTarget, PollMessages, TopicRef};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{HttpCall, Reply, ident};
 use crate::handlers::messages::{
     Caller, append, poll_partition, read_offset, remove_offset, write_offset,
 };
 use crate::http::error::ApiError;
-use crate::node::partitions::PolledBody;
 
 fn identifier(text: &str) -> Identifier<'_> {
     match text.parse::<u32>() {
@@ -160,88 +156,12 @@ pub async fn poll(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Repl
     let body = poll_partition(node, caller(call), &request)
         .await
         .map_err(read_error)?;
-    let polled = render_poll(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
+    let (json, count) = super::poll_json::render(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
     node.ctx
         .metrics
-        .messages_out(polled.messages.len() as u64, body.byte_len() as u64);
+        .messages_out(u64::from(count), body.byte_len() as u64);
     node.ctx.metrics.observe_poll(started.elapsed());
-    Ok(Reply::Json(
-        StatusCode::OK,
-        serde_json::to_vec(&polled).unwrap_or_default(),
-    ))
-}
-
-#[derive(Serialize)]
-struct Polled {
-    partition_id: u32,
-    current_offset: u64,
-    count: u32,
-    messages: Vec<PolledMessage>,
-}
-
-#[derive(Serialize)]
-struct PolledMessage {
-    header: PolledHeader,
-    payload: String,
-    user_headers: Value,
-}
-
-#[derive(Serialize)]
-struct PolledHeader {
-    checksum: u64,
-    id: u128,
-    offset: u64,
-    timestamp: u64,
-    origin_timestamp: u64,
-    user_headers_length: u32,
-    payload_length: u32,
-    reserved: u64,
-}
-
-/// A poll reply body (header, then batch records) as JSON.
-fn render_poll(body: &PolledBody) -> Option<Polled> {
-    let mut messages = Vec::new();
-    for (batch, frames) in &body.records {
-        let header = BatchHeader::read(batch).ok()?;
-        for frame in Frames::new(frames) {
-            let (_, frame) = frame.ok()?;
-            let headers = frame.user_headers();
-            messages.push(PolledMessage {
-                header: PolledHeader {
-                    checksum: frame.checksum(),
-                    id: frame.id(),
-                    offset: header.base_offset + u64::from(frame.offset_delta()),
-                    timestamp: header.base_timestamp,
-                    origin_timestamp: header.origin_timestamp + u64::from(frame.timestamp_delta()),
-                    user_headers_length: headers.len() as u32,
-                    payload_length: frame.payload().len() as u32,
-                    reserved: 0,
-                },
-                payload: BASE64.encode(frame.payload()),
-                user_headers: headers_json(headers),
-            });
-        }
-    }
-    Some(Polled {
-        partition_id: body.header.partition_id,
-        current_offset: body.header.current_offset,
-        count: messages.len() as u32,
-        messages,
-    })
-}
-
-fn headers_json(block: &[u8]) -> Value {
-    if block.is_empty() {
-        return Value::Array(Vec::new());
-    }
-    let Ok(headers) = UserHeaders::parse(block) else {
-        return Value::String(BASE64.encode(block));
-    };
-    let field = |kind: u8, bytes: &[u8]| json!({"kind": header_kind_name(kind), "value": BASE64.encode(bytes)});
-    headers
-        .iter()
-        .map(|e| json!({"key": field(e.key_kind, e.key), "value": field(e.value_kind, e.value)}))
-        .collect()
+    Ok(Reply::Json(StatusCode::OK, json))
 }
 
 pub async fn get_offset(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Reply, ApiError> {

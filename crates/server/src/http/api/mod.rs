@@ -4,6 +4,7 @@
 //! binary protocol.
 
 mod messages;
+mod poll_json;
 mod streams;
 mod system;
 mod users;
