@@ -74,3 +74,16 @@ fn permissions_json_maps_ids_and_refuses_bad_keys() {
     let bad: PermissionsJson = serde_json::from_str(r#"{"streams": {"x": {}}}"#).unwrap();
     assert!(bad.into_permissions().is_err());
 }
+
+#[test]
+fn an_escaped_payload_is_unescaped_before_it_is_decoded() {
+    // "////" is [0xff; 3] in base64; a JSON encoder may write "/" as "\/".
+    let body = br#"{"partitioning": {"kind": "partition_id", "value": "AAAAAA=="},
+        "messages": [{"payload": "\/\/\/\/"}, {"payload": "////"}]}"#;
+    let batch = decode_send_body(body, 1, || 3).unwrap();
+    let frames: Vec<_> = Frames::new(&batch.record[crate::batch::BATCH_HEADER_SIZE..])
+        .map(|f| f.unwrap().1)
+        .collect();
+    assert_eq!(frames[0].payload(), &[0xff; 3]);
+    assert_eq!(frames[1].payload(), &[0xff; 3]);
+}
