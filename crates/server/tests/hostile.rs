@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use harness::raw::{CLIENT, login_body, ping_frame};
+use harness::raw::{CLIENT, WS_UPGRADE, login_body, ping_frame, ws_frame};
 use harness::sdk::{id, name, root_client};
 use harness::{ServerOptions, TestServer, Workdir};
 use iggy::prelude::*;
@@ -79,9 +79,7 @@ enum Attack {
 
 /// Upgrades `stream` to WebSocket; false if the server refuses.
 async fn ws_upgrade(stream: &mut TcpStream) -> bool {
-    let request = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-    if stream.write_all(request.as_bytes()).await.is_err() {
+    if stream.write_all(WS_UPGRADE.as_bytes()).await.is_err() {
         return false;
     }
     let mut head = Vec::new();
@@ -93,16 +91,6 @@ async fn ws_upgrade(stream: &mut TcpStream) -> bool {
         }
     }
     head.starts_with(b"HTTP/1.1 101")
-}
-
-/// `payload` as one masked WebSocket binary frame.
-fn ws_frame(payload: &[u8]) -> Vec<u8> {
-    let mut frame = vec![0x82, 0x80 | 126];
-    frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    let key = [9u8, 8, 7, 6];
-    frame.extend_from_slice(&key);
-    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-    frame
 }
 
 /// Runs one attack; true when the server reacted as it should.
@@ -139,7 +127,7 @@ async fn attack(tcp: SocketAddr, ws: SocketAddr, kind: Attack, seed: u64) -> boo
         }
         Attack::WsDrip => {
             ws_upgrade(&mut stream).await && {
-                for byte in ws_frame(&ping_frame()).into_iter().take(60) {
+                for byte in ws_frame(true, 0x2, &ping_frame()).into_iter().take(60) {
                     if stream.write_all(&[byte]).await.is_err() {
                         break;
                     }

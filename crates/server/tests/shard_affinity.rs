@@ -65,21 +65,14 @@ async fn given_a_wss_connection_when_serving_should_move_with_its_tls_session_an
 /// A server whose `listener` (`tcp` or `websocket`) serves TLS with a
 /// certificate for localhost, and that certificate's file.
 fn start_with_tls(workdir: &Workdir, listener: &str) -> (TestServer, String) {
-    let generated =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    let cert = workdir.path().join("cert.pem");
-    let key = workdir.path().join("key.pem");
-    std::fs::write(&cert, generated.cert.pem()).unwrap();
-    std::fs::write(&key, generated.key_pair.serialize_pem()).unwrap();
-    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let (cert, key) = workdir.localhost_certificate();
     let options = ServerOptions {
         config_file: Some(format!(
             "[{listener}.tls]\nenabled = true\nself_signed = false\ncert_file = \"{cert}\"\nkey_file = \"{key}\"\n"
         )),
         ..ServerOptions::default()
     };
-    (TestServer::start(workdir, &options), cert.to_owned())
+    (TestServer::start(workdir, &options), cert)
 }
 
 /// Sends runs of batches to each partition in turn, reads them back, stores

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
+use harness::raw::{WS_UPGRADE, ws_frame};
 use harness::scenario::{self, Carrier};
 use harness::sdk::root_client;
 use harness::{ServerOptions, TestServer, Workdir};
@@ -92,11 +93,7 @@ impl RawWs {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let request = format!(
-            "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).unwrap();
+        stream.write_all(WS_UPGRADE.as_bytes()).unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
         while !head.ends_with(b"\r\n\r\n") {
@@ -112,29 +109,7 @@ impl RawWs {
     }
 
     fn send(&mut self, opcode: u8, payload: &[u8]) {
-        self.0
-            .write_all(&Self::frame(true, opcode, payload))
-            .unwrap();
-    }
-
-    /// A masked client frame.
-    fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-        let mut frame = vec![if fin { 0x80 } else { 0 } | opcode];
-        match payload.len() {
-            n if n < 126 => frame.push(0x80 | n as u8),
-            n if n <= 0xFFFF => {
-                frame.push(0x80 | 126);
-                frame.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                frame.push(0x80 | 127);
-                frame.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        let mask = [1u8, 2, 3, 4];
-        frame.extend_from_slice(&mask);
-        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        frame
+        self.0.write_all(&ws_frame(true, opcode, payload)).unwrap();
     }
 
     /// The next frame's opcode and payload (server frames are unmasked).
@@ -310,12 +285,12 @@ fn websocket_pings_fragments_pipelined_messages_and_closes_are_served() {
     // A request in three fragments with a ping among them, then two whole
     // requests, all in one write: each is answered, in order.
     let request = ping_frame();
-    let mut bytes = RawWs::frame(false, BINARY, &request[..100]);
-    bytes.extend(RawWs::frame(true, PING, b"mid"));
-    bytes.extend(RawWs::frame(false, CONTINUATION, &request[100..200]));
-    bytes.extend(RawWs::frame(true, CONTINUATION, &request[200..]));
-    bytes.extend(RawWs::frame(true, BINARY, &request));
-    bytes.extend(RawWs::frame(true, BINARY, &request));
+    let mut bytes = ws_frame(false, BINARY, &request[..100]);
+    bytes.extend(ws_frame(true, PING, b"mid"));
+    bytes.extend(ws_frame(false, CONTINUATION, &request[100..200]));
+    bytes.extend(ws_frame(true, CONTINUATION, &request[200..]));
+    bytes.extend(ws_frame(true, BINARY, &request));
+    bytes.extend(ws_frame(true, BINARY, &request));
     ws.0.write_all(&bytes).unwrap();
     assert_eq!(ws.receive(), (PONG, b"mid".to_vec()));
     for reply in 0..3 {
@@ -324,10 +299,10 @@ fn websocket_pings_fragments_pipelined_messages_and_closes_are_served() {
     }
 
     // A request of one-byte fragments.
-    let mut bytes = RawWs::frame(false, BINARY, &request[..1]);
+    let mut bytes = ws_frame(false, BINARY, &request[..1]);
     for (i, byte) in request.iter().enumerate().skip(1) {
         let last = i == request.len() - 1;
-        bytes.extend(RawWs::frame(last, CONTINUATION, &[*byte]));
+        bytes.extend(ws_frame(last, CONTINUATION, &[*byte]));
     }
     ws.0.write_all(&bytes).unwrap();
     let (opcode, payload) = ws.receive();
@@ -345,8 +320,8 @@ fn websocket_pings_fragments_pipelined_messages_and_closes_are_served() {
     // continuation with no message to continue.
     for broken in [
         vec![0x82, 0x01, 0x00],
-        RawWs::frame(true, 0x3, b"x"),
-        RawWs::frame(true, CONTINUATION, b"x"),
+        ws_frame(true, 0x3, b"x"),
+        ws_frame(true, CONTINUATION, b"x"),
     ] {
         let mut ws = RawWs::connect(served.addr("websocket"));
         ws.0.write_all(&broken).unwrap();

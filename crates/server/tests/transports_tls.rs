@@ -68,15 +68,9 @@ fn negotiated_alpn(addr: SocketAddr, cert_pem: &str) -> Option<Vec<u8>> {
 #[tokio::test]
 async fn the_scenario_passes_over_tls_on_every_transport() {
     let workdir = Workdir::new();
-    let generated =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    let cert_pem = generated.cert.pem();
-    let cert = workdir.path().join("test_cert.pem");
-    let key = workdir.path().join("test_key.pem");
-    std::fs::write(&cert, &cert_pem).unwrap();
-    std::fs::write(&key, generated.key_pair.serialize_pem()).unwrap();
-    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let (cert, key) = workdir.localhost_certificate();
+    let cert_pem = std::fs::read_to_string(&cert).unwrap();
+    let (cert, key) = (cert.as_str(), key.as_str());
     // SAFETY: the only test of this binary sets it before any client exists.
     unsafe { std::env::set_var("SSL_CERT_FILE", cert) };
 

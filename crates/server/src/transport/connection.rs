@@ -153,7 +153,8 @@ macro_rules! byte_stream_frames {
 
 byte_stream_frames!(TcpStream, TlsConn);
 
-async fn write_reply<S: compio::io::AsyncWrite>(
+/// Writes `parts` with one vectored write and flushes.
+pub(super) async fn write_reply<S: compio::io::AsyncWrite>(
     stream: &mut S,
     parts: Vec<Bytes>,
 ) -> io::Result<()> {

@@ -91,6 +91,21 @@ impl Workdir {
     pub fn data(&self) -> PathBuf {
         self.dir.path().join("local_data")
     }
+    /// A self-signed certificate for localhost and 127.0.0.1 written here:
+    /// the paths of its PEM certificate and key.
+    pub fn localhost_certificate(&self) -> (String, String) {
+        let generated = rcgen::generate_simple_self_signed(vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+        ])
+        .unwrap();
+        let cert = self.path().join("cert.pem");
+        let key = self.path().join("key.pem");
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        std::fs::write(&key, generated.key_pair.serialize_pem()).unwrap();
+        let text = |path: PathBuf| path.to_str().unwrap().to_owned();
+        (text(cert), text(key))
+    }
 }
 
 /// A running server process.

@@ -78,3 +78,28 @@ pub fn login(stream: &mut TcpStream) -> u64 {
     assert_eq!(ReplyHeader::decode(&header).unwrap().status, 0);
     u64::from_le_bytes(body[8..16].try_into().unwrap())
 }
+
+/// A WebSocket upgrade request (the RFC 6455 example key).
+pub const WS_UPGRADE: &str = "GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+    Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+    Sec-WebSocket-Version: 13\r\n\r\n";
+
+/// A masked WebSocket client frame.
+pub fn ws_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![if fin { 0x80 } else { 0 } | opcode];
+    match payload.len() {
+        n if n < 126 => frame.push(0x80 | n as u8),
+        n if n <= 0xFFFF => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(0x80 | 127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let mask = [1u8, 2, 3, 4];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}

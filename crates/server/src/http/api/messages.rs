@@ -156,10 +156,11 @@ pub async fn poll(call: &HttpCall<'_>, stream: &str, topic: &str) -> Result<Repl
     let body = poll_partition(node, caller(call), &request)
         .await
         .map_err(read_error)?;
-    let (json, count) = super::poll_json::render(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
-    node.ctx
-        .metrics
-        .messages_out(u64::from(count), body.byte_len() as u64);
+    let json = super::poll_json::render(&body).ok_or(ApiError::iggy(ErrorCode::Error))?;
+    node.ctx.metrics.messages_out(
+        u64::from(body.header.messages_count),
+        body.byte_len() as u64,
+    );
     node.ctx.metrics.observe_poll(started.elapsed());
     Ok(Reply::Json(StatusCode::OK, json))
 }

@@ -26,23 +26,17 @@ use serde_json::{Value, json};
 
 use crate::node::partitions::PolledBody;
 
-/// Bytes of a rendered message besides its payload and user headers.
+/// Bytes of a rendered message besides its base64 frame.
 const MESSAGE_OVERHEAD: usize = 320;
 
-/// The JSON document and its message count; `None` when a stored record
-/// does not parse (the caller answers with an error).
-pub fn render(body: &PolledBody) -> Option<(Vec<u8>, u32)> {
-    let mut count = 0u32;
-    let mut content = 0usize;
-    for (batch, frames) in &body.records {
-        BatchHeader::read(batch).ok()?;
-        for frame in Frames::new(frames) {
-            let (_, frame) = frame.ok()?;
-            count += 1;
-            content += frame.payload().len() + frame.user_headers().len();
-        }
-    }
-    let mut out = Vec::with_capacity(128 + count as usize * MESSAGE_OVERHEAD + content * 4 / 3);
+/// The JSON document; `None` when a stored record does not parse or does
+/// not hold the messages the reply header counts (the caller answers with
+/// an error).
+pub fn render(body: &PolledBody) -> Option<Vec<u8>> {
+    let count = body.header.messages_count;
+    let mut rendered = 0u32;
+    let capacity = 128 + count as usize * MESSAGE_OVERHEAD + body.byte_len() * 4 / 3;
+    let mut out = Vec::with_capacity(capacity);
     let mut numbers = itoa::Buffer::new();
     let mut field = |out: &mut Vec<u8>, name: &[u8], value: u128| {
         out.extend_from_slice(name);
@@ -65,6 +59,7 @@ pub fn render(body: &PolledBody) -> Option<(Vec<u8>, u32)> {
         let header = BatchHeader::read(batch).ok()?;
         for frame in Frames::new(frames) {
             let (_, frame) = frame.ok()?;
+            rendered += 1;
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
@@ -102,7 +97,7 @@ pub fn render(body: &PolledBody) -> Option<(Vec<u8>, u32)> {
         }
     }
     out.extend_from_slice(b"]}");
-    Some((out, count))
+    (rendered == count).then_some(out)
 }
 
 /// Appends `bytes` in standard base64 (padded).
@@ -167,9 +162,7 @@ mod tests {
                     {"key": {"kind": "string", "value": "a2V5"}, "value": {"kind": "int32", "value": "KgAAAA=="}}]}]}"#,
             r#"{"partitioning": {"kind": "partition_id", "value": "AAAAAA=="}, "messages": [{"id": "340282366920938463463374607431768211455", "payload": "IQ=="}]}"#,
         ]);
-        let (json, count) = render(&body).unwrap();
-        assert_eq!(count, 3);
-        let text = String::from_utf8(json).unwrap();
+        let text = String::from_utf8(render(&body).unwrap()).unwrap();
         let first = BatchHeader::read(&body.records[0].0).unwrap();
         let frames: Vec<_> = Frames::new(&body.records[0].1)
             .map(|f| f.unwrap().1.checksum())
@@ -196,8 +189,18 @@ mod tests {
         );
         // And it is JSON a client reads back.
         let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed["count"], 3);
         assert_eq!(parsed["messages"].as_array().unwrap().len(), 3);
         assert_eq!(parsed["messages"][1]["header"]["user_headers_length"], 17);
+    }
+
+    #[test]
+    fn given_a_header_count_other_than_the_records_when_rendered_should_refuse() {
+        let mut body = body_of(&[
+            r#"{"partitioning": {"kind": "partition_id", "value": "AAAAAA=="}, "messages": [{"payload": "IQ=="}]}"#,
+        ]);
+        body.header.messages_count = 2;
+        assert_eq!(render(&body), None);
     }
 
     #[test]
@@ -210,10 +213,8 @@ mod tests {
             },
             records: Vec::new(),
         };
-        let (json, count) = render(&body).unwrap();
-        assert_eq!(count, 0);
         assert_eq!(
-            json,
+            render(&body).unwrap(),
             br#"{"partition_id":0,"current_offset":0,"count":0,"messages":[]}"#
         );
     }

@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use protocol::header::{HEADER_SIZE, frame_size};
 
-use super::super::connection::Frames;
+use super::super::connection::{Frames, write_reply};
 use super::frame::{self, Head};
 use super::handshake::{self, Answer};
 use crate::node::shard_message::WsLimits;
@@ -84,6 +84,11 @@ impl<S: AsyncRead + AsyncWrite> WsConn<S> {
         }
     }
 
+    /// The limits it was opened with (they travel with a move).
+    pub fn limits(&self) -> WsLimits {
+        self.limits
+    }
+
     pub fn get_ref(&self) -> &S {
         &self.stream
     }
@@ -129,9 +134,7 @@ impl<S: AsyncRead + AsyncWrite> WsConn<S> {
     pub async fn send(&mut self, mut parts: Vec<Bytes>) -> io::Result<()> {
         let len = parts.iter().map(Bytes::len).sum();
         parts.insert(0, Bytes::from(frame::server_head(frame::BINARY, len)));
-        let BufResult(result, _) = self.stream.write_vectored_all(parts).await;
-        result?;
-        self.stream.flush().await
+        write_reply(&mut self.stream, parts).await
     }
 
     /// Closes with a close frame carrying `code` and `reason` (none for a
@@ -271,9 +274,7 @@ impl<S: AsyncRead + AsyncWrite> WsConn<S> {
     }
 
     async fn write_all(&mut self, bytes: Vec<u8>) -> io::Result<()> {
-        let BufResult(result, _) = self.stream.write_all(bytes).await;
-        result?;
-        self.stream.flush().await
+        write_reply(&mut self.stream, vec![Bytes::from(bytes)]).await
     }
 
     fn pending(&self) -> &[u8] {
@@ -302,13 +303,6 @@ impl<S: AsyncRead + AsyncWrite> WsConn<S> {
         let BufResult(result, buffer) = self.stream.read(buffer.slice(have..have + want)).await;
         self.buffered = buffer.into_inner();
         Ok(result? > 0)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite> WsConn<S> {
-    /// The limits it was opened with (they travel with a move).
-    pub fn limits(&self) -> WsLimits {
-        self.limits
     }
 }
 
